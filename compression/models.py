@@ -1,0 +1,102 @@
+"""Compression's own records: the event trail and the run-time per-model threshold overrides."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from sessions_app.models import Message, Session
+
+
+class CompressionEvent(models.Model):
+    """One compression attempt or trigger decision, so an operator can answer "why (not)?"."""
+
+    class Trigger(models.TextChoices):
+        THRESHOLD_PRE = "threshold_pre", "token threshold (before call)"
+        THRESHOLD_POST = "threshold_post", "token threshold (reported usage)"
+        HYGIENE = "hygiene", "gateway hygiene"
+        IDLE = "idle", "idle"
+        ERROR = "error", "model error"
+        PREFLIGHT = "preflight", "preflight"
+        PLUGIN = "plugin", "context-engine plugin"
+        MANUAL_API = "manual_api", "manual (API)"
+        MANUAL_CLI = "manual_cli", "manual (CLI)"
+        MANUAL_CHANNEL = "manual_channel", "manual (/compress)"
+        MANUAL_ACP = "manual_acp", "manual (ACP)"
+        MANUAL_ADMIN = "manual_admin", "manual (console)"
+        MICRO = "micro", "micro-compaction"
+        PRUNE = "prune", "proactive pruning"
+        SERVER = "server", "server-side compaction"
+
+    class Outcome(models.TextChoices):
+        COMPRESSED = "compressed", "compressed"
+        FALLBACK = "fallback", "compressed with local fallback summary"
+        SKIPPED = "skipped", "skipped"
+        FAILED = "failed", "failed"
+        LOCKED = "locked", "blocked by a guard"
+
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="compression_events"
+    )
+    trigger = models.CharField(max_length=20, choices=Trigger.choices)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    tokens_before = models.PositiveBigIntegerField(null=True, blank=True)
+    tokens_after = models.PositiveBigIntegerField(null=True, blank=True)
+    threshold_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    messages_before = models.PositiveIntegerField(null=True, blank=True)
+    messages_after = models.PositiveIntegerField(null=True, blank=True)
+    rows_archived = models.PositiveIntegerField(default=0)
+    summary_message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    summary_model = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["session", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_trigger_display()}: {self.outcome}"
+
+    @property
+    def savings_ratio(self) -> float | None:
+        if not self.tokens_before or self.tokens_after is None:
+            return None
+        return 1 - self.tokens_after / self.tokens_before
+
+
+class ModelThresholdOverride(models.Model):
+    """A run-time override of the trigger ratio for models whose name contains ``pattern``.
+
+    The longest matching pattern wins, here and in the config file's ``model_thresholds``.
+    """
+
+    pattern = models.CharField(
+        max_length=200, unique=True, help_text="Substring of the model name, e.g. 'claude-sonnet'."
+    )
+    ratio = models.FloatField(
+        validators=[MinValueValidator(0.01), MaxValueValidator(1.0)],
+        help_text="Fraction of (context window - output reserve) at which to compress.",
+    )
+    threshold_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Optional absolute cap: min(ratio result, cap)."
+    )
+    enabled = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pattern"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(ratio__gt=0) & models.Q(ratio__lte=1),
+                name="override_ratio_in_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pattern} → {self.ratio:.2f}"

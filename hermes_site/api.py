@@ -1,0 +1,77 @@
+"""The gateway API (`/api/v1/`): one NinjaAPI, routers from each app, one error shape.
+
+Every error is ``{"detail": "<what went wrong and what to do>"}`` with the right status code;
+validation errors add ``errors`` with each field's location.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from compression.api import router as compression_router
+from search.api import router as search_router
+from sessions_app.api.auth import ChannelKey
+from sessions_app.api.routes import router as sessions_router
+from sessions_app.services import ServiceError
+
+api = NinjaAPI(
+    title="Hermes Memory gateway API",
+    version="1",
+    description=(
+        "Store, compress and search long agent conversations. Authenticate with "
+        "`Authorization: Bearer <channel key>`; a key sees only its own channel's sessions."
+    ),
+    auth=ChannelKey(),
+    urls_namespace="api-v1",
+)
+api.add_router("/", sessions_router)
+api.add_router("/", compression_router)
+api.add_router("/", search_router)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = api.create_response(
+        request,
+        {
+            "detail": "Missing, malformed, unknown or revoked channel key. Send "
+            "'Authorization: Bearer hm_…' with a key from `manage.py create_channel NAME`."
+        },
+        status=401,
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="hermes"'
+    return response
+
+
+@api.exception_handler(ServiceError)
+def _service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
+
+
+def _location(loc: tuple) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "payload", "query", "path")]
+    return ".".join(parts) or "request"
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    errors = [
+        {"loc": _location(tuple(e.get("loc", ()))), "msg": e.get("msg", "")} for e in exc.errors
+    ]
+    summary = "; ".join(f"{e['loc']}: {e['msg']}" for e in errors[:5])
+    return api.create_response(
+        request, {"detail": f"Invalid request: {summary}", "errors": errors}, status=422
+    )
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    message = str(exc)
+    if exc.status_code == 400 and message.startswith("Cannot parse request body"):
+        message = (
+            "The request body is not valid JSON in UTF-8 (or is larger than "
+            "server.max_request_bytes). Send a JSON object with Content-Type: application/json."
+        )
+    return api.create_response(request, {"detail": message}, status=exc.status_code)

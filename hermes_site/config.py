@@ -1,0 +1,321 @@
+"""The one configuration file, its schema and its loader.
+
+Every compression knob lives in the file's ``compression:`` block with the key names of Hermes
+Agent's own ``config.yaml``, so an operator can point the service at a config they already have.
+Only the file's *path* comes from the environment (``HERMES_CONFIG``); with no file the
+documented defaults apply. The schema is strict: an unknown key, a wrong type or an out-of-range value stops start-up
+with a message naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+CONFIG_ENV_VAR = "HERMES_CONFIG"
+DEFAULT_CONFIG_FILENAME = "hermes.yaml"
+
+Ratio = Annotated[float, Field(gt=0, le=1)]
+Seconds = Annotated[float, Field(ge=0)]
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class ConfigError(Exception):
+    """The configuration file cannot be used; the message says which key and why."""
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ModelThreshold(_Block):
+    """Long form of a ``model_thresholds`` entry: a ratio and/or an absolute cap."""
+
+    ratio: Ratio | None = None
+    threshold_tokens: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ModelThreshold:
+        if self.ratio is None and self.threshold_tokens is None:
+            raise ValueError("give at least one of 'ratio' or 'threshold_tokens'")
+        return self
+
+
+class CompressionConfig(_Block):
+    """SPEC section 8. Key names follow Hermes Agent's ``compression:`` block."""
+
+    # Thresholds (T1, T8)
+    enabled: bool = True
+    threshold: Ratio = 0.50
+    threshold_tokens: PositiveInt | None = None
+    threshold_floor_tokens: PositiveInt = 64_000
+    small_window_limit_tokens: PositiveInt = 512_000
+    small_window_threshold: Ratio = 0.75
+    floor_reaches_window_ratio: Ratio = 0.85
+    reasoning_threshold: Ratio = 0.85
+    reasoning_model_patterns: tuple[str, ...] = (
+        "o1",
+        "o3",
+        "o4-mini",
+        "deepseek-r1",
+        "deepseek-reasoner",
+        "qwq",
+        "-thinking",
+        "reasoner",
+    )
+    model_thresholds: dict[str, Ratio | ModelThreshold] = Field(default_factory=dict)
+    output_reserve_tokens: Annotated[int, Field(ge=0)] = 0
+
+    # Output shape (C1-C3, L1, L3)
+    target_ratio: Annotated[float, Field(ge=0.10, le=0.80)] = 0.20
+    summary_min_tokens: PositiveInt = 2_000
+    summary_max_tokens: PositiveInt = 10_000
+    summary_message_max_chars: PositiveInt = 6_000
+    summary_input_max_chars: PositiveInt = 160_000
+    fallback_summary_max_chars: PositiveInt = 8_000
+    protect_first_n: Annotated[int, Field(ge=0)] = 3
+    protect_last_n: Annotated[int, Field(ge=1)] = 20
+    min_tail_user_messages: Annotated[int, Field(ge=0)] = 1
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    in_place: bool = True
+    abort_on_summary_failure: bool = False
+
+    # Failure protection (F1-F3)
+    failure_cooldown_seconds: Seconds = 600
+    anti_thrash_min_savings: Ratio = 0.10
+    anti_thrash_consecutive: PositiveInt = 2
+    anti_thrash_lock_seconds: Seconds = 300
+    anti_thrash_max_compressions: PositiveInt = 4
+    anti_thrash_window_seconds: Seconds = 600
+    exhaustion_failure_limit: PositiveInt = 3
+
+    # Idle (T3)
+    idle_compact_after_seconds: Seconds = 0
+
+    # Proactive pruning (T7d)
+    proactive_prune_tokens: Annotated[int, Field(ge=0)] = 0
+    proactive_prune_min_result_chars: Annotated[int, Field(ge=200)] = 8_000
+    proactive_prune_min_reclaim_tokens: Annotated[int, Field(ge=0)] = 4_096
+
+    # Micro-compaction (T7c)
+    micro_compact: bool = False
+    micro_compact_every_n_turns: PositiveInt = 1
+    micro_compact_defrag_threshold_tokens: PositiveInt = 2_000
+
+    # Gateway hygiene (T2, G1, G2)
+    hygiene_hard_message_limit: PositiveInt = 5_000
+    hygiene_timeout_seconds: Seconds = 30
+    hygiene_total_ceiling_seconds: Seconds = 600
+    hygiene_failure_cooldown_seconds: Seconds = 300
+    hygiene_max_turn_hold_seconds: Seconds = 10
+
+    # Compression call timeouts
+    context_timeout_seconds: Seconds = 120
+    context_total_ceiling_seconds: Seconds = 600
+
+    # Model and service paths (T7a, T7b)
+    codex_app_server_auto: Literal["native", "managed", "off"] = "native"
+    codex_responses_native: bool = False
+    codex_responses_compact_threshold: PositiveInt | None = None
+
+    # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
+    checkpoint_required: bool = False
+    progress_notices: bool = False
+    tail_mode: Literal["lean", "legacy"] = "lean"
+    codex_gpt55_autoraise: bool = True
+    codex_gpt55_autoraise_notice: bool = True
+
+    @field_validator("codex_app_server_auto", mode="before")
+    @classmethod
+    def _hermes_alias(cls, value: Any) -> Any:
+        # Hermes Agent calls the managed strategy "hermes".
+        return "managed" if value == "hermes" else value
+
+    @field_validator("reasoning_model_patterns", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompressionConfig:
+        if self.summary_min_tokens > self.summary_max_tokens:
+            raise ValueError(
+                "summary_min_tokens must not exceed summary_max_tokens "
+                f"(got {self.summary_min_tokens} > {self.summary_max_tokens})"
+            )
+        if self.hygiene_total_ceiling_seconds < self.hygiene_timeout_seconds:
+            raise ValueError(
+                "hygiene_total_ceiling_seconds must be at least hygiene_timeout_seconds "
+                f"(got {self.hygiene_total_ceiling_seconds} < {self.hygiene_timeout_seconds})"
+            )
+        if (
+            self.context_timeout_seconds > 0
+            and self.context_total_ceiling_seconds < self.context_timeout_seconds
+        ):
+            raise ValueError(
+                "context_total_ceiling_seconds must be at least context_timeout_seconds "
+                f"(got {self.context_total_ceiling_seconds} < {self.context_timeout_seconds})"
+            )
+        for pattern in self.model_thresholds:
+            if not pattern.strip():
+                raise ValueError("model_thresholds keys must be non-empty model-name substrings")
+        return self
+
+
+class ChatModelConfig(_Block):
+    """The agent's chat model (Hermes Agent's top-level ``model:`` block)."""
+
+    default: str = ""
+    provider: str = "auto"
+    base_url: str = ""
+    api_key: str = ""
+    context_length: PositiveInt | None = None
+    timeout_seconds: Annotated[float, Field(gt=0)] = 1800
+    stale_timeout_seconds: Annotated[float, Field(gt=0)] = 90
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_alias(cls, data: Any) -> Any:
+        # Hermes Agent accepts both ``model.default`` and ``model.model``.
+        if isinstance(data, dict) and "model" in data:
+            data = dict(data)
+            name = data.pop("model")
+            data.setdefault("default", name)
+        return data
+
+
+class SummaryModelConfig(_Block):
+    """The summariser (Hermes Agent's ``auxiliary.compression``). Empty model = local summary."""
+
+    provider: str = "auto"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    timeout: Annotated[float, Field(gt=0)] = 120
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    reasoning_effort: str = ""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model and self.base_url)
+
+
+class AuxiliaryConfig(_Block):
+    compression: SummaryModelConfig = Field(default_factory=SummaryModelConfig)
+
+
+class ServerConfig(_Block):
+    """Deployment settings of this service (not part of Hermes Agent's file)."""
+
+    debug: bool = False
+    secret_key: str = ""
+    allowed_hosts: tuple[str, ...] = ("localhost", "127.0.0.1", "[::1]")
+    data_dir: str = "var"
+    time_zone: str = "UTC"
+    max_message_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
+    max_request_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
+    sqlite_busy_timeout_seconds: Annotated[float, Field(gt=0)] = 20
+    default_context_window: PositiveInt = 128_000
+    q_workers: Annotated[int, Field(ge=1, le=64)] = 2
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class HermesConfig(_Block):
+    model: ChatModelConfig = Field(default_factory=ChatModelConfig)
+    auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+
+
+def _describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        parent = ".".join(str(part) for part in error["loc"][:-1])
+        allowed = schema_keys.get(parent)
+        hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
+        return f"{location}: unknown key{hint}"
+    got = error.get("input")
+    shown = repr(got) if not isinstance(got, dict) else "a mapping"
+    return f"{location}: {error['msg']} (got {shown})"
+
+
+def _schema_keys() -> dict[str, list[str]]:
+    """Allowed keys per dotted block path, for 'unknown key' messages."""
+    keys: dict[str, list[str]] = {}
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        keys[prefix] = sorted(model.model_fields)
+        for name, field in model.model_fields.items():
+            annotation = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, f"{prefix}.{name}" if prefix else name)
+
+    walk(HermesConfig, "")
+    return keys
+
+
+def parse_config(data: Any, source: str = "<config>") -> HermesConfig:
+    """Validate already-parsed YAML data; raise ConfigError naming every bad key."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: the file must hold a mapping of sections, not {type(data).__name__}"
+        )
+    try:
+        return HermesConfig.model_validate(data)
+    except ValidationError as exc:
+        keys = _schema_keys()
+        lines = [_describe(err, keys) for err in exc.errors()]
+        raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines)) from None
+
+
+def config_path(base_dir: Path) -> Path | None:
+    """The config file to load: $HERMES_CONFIG, else ./hermes.yaml if present, else none."""
+    explicit = os.environ.get(CONFIG_ENV_VAR)
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_ENV_VAR}={explicit}: no such file")
+        return path
+    candidate = base_dir / DEFAULT_CONFIG_FILENAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config(path: Path | None) -> HermesConfig:
+    if path is None:
+        return HermesConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def get_config() -> HermesConfig:
+    """The active configuration (read through Django settings so tests can override it)."""
+    from django.conf import settings
+
+    return settings.HERMES

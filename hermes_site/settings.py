@@ -1,0 +1,166 @@
+"""Django settings. Everything an operator tunes comes from the one config file (see config.py)."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from hermes_site.config import ConfigError, config_path, load_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    HERMES_CONFIG_PATH = config_path(BASE_DIR)
+    HERMES = load_config(HERMES_CONFIG_PATH)
+except ConfigError as exc:
+    # Stop start-up with the schema's message, not a traceback through settings.
+    raise ImproperlyConfigured(str(exc)) from None
+
+_server = HERMES.server
+DATA_DIR = Path(_server.data_dir)
+if not DATA_DIR.is_absolute():
+    DATA_DIR = BASE_DIR / DATA_DIR
+TESTING = "pytest" in sys.modules
+
+
+def _secret_key() -> str:
+    """The configured key, else one generated once and kept in the data directory."""
+    if _server.secret_key:
+        return _server.secret_key
+    if TESTING:
+        return "test-only-secret-key-not-for-production-" + "x" * 20
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50), encoding="ascii")
+        key_file.chmod(0o600)
+    return key_file.read_text(encoding="ascii").strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _server.debug
+ALLOWED_HOSTS = list(_server.allowed_hosts) + (["testserver"] if TESTING else [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "ninja",
+    "django_q",
+    "sessions_app",
+    "compression",
+    "search",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hermes_site.urls"
+WSGI_APPLICATION = "hermes_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite is the embedded default, set up for concurrent web + worker processes: WAL so readers
+# never block the writer, a busy timeout instead of instant "database is locked", and IMMEDIATE
+# transactions so a writer takes the lock at BEGIN instead of failing on a lock upgrade midway.
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "hermes.sqlite3",
+        "OPTIONS": {
+            "timeout": _server.sqlite_busy_timeout_seconds,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL;"
+                "PRAGMA synchronous=NORMAL;"
+                "PRAGMA foreign_keys=ON;"
+                f"PRAGMA busy_timeout={int(_server.sqlite_busy_timeout_seconds * 1000)};"
+            ),
+        },
+    }
+}
+if not TESTING:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = _server.time_zone
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if TESTING
+            else "hermes_site.storage.StaticStorage"
+        )
+    },
+}
+
+# The gateway sends batches of messages; each one is capped separately (server.max_message_bytes).
+DATA_UPLOAD_MAX_MEMORY_SIZE = _server.max_request_bytes
+
+LOGIN_URL = "admin:login"
+
+# django-q2 on the ORM broker: no extra service for the embedded default. A task may run for at most
+# `timeout` seconds and is retried after `retry`, so retry must exceed timeout.
+Q_CLUSTER = {
+    "name": "hermes",
+    "orm": "default",
+    "workers": _server.q_workers,
+    "timeout": int(HERMES.compression.context_total_ceiling_seconds) + 60,
+    "retry": int(HERMES.compression.context_total_ceiling_seconds) + 180,
+    "max_attempts": 2,
+    "poll": 1,
+    "catch_up": False,
+    "label": "Background tasks",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.urls import path
+from django.views.generic import RedirectView
+
+from hermes_site.api import api
+
+admin.site.site_header = "Hermes Memory"
+admin.site.site_title = "Hermes Memory"
+admin.site.index_title = "Operator console"
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+]

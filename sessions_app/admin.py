@@ -1,0 +1,242 @@
+"""Operator views of the store. Messages are read-only: the admin never edits or deletes history."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from sessions_app.keys import issue_key, revoke_key
+from sessions_app.models import ApiKey, Channel, Message, Session
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    extra = 0
+    can_delete = False
+    fields = ("display", "label", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+
+    @admin.display(description="key")
+    def display(self, obj: ApiKey) -> str:
+        return f"hm_{obj.prefix}_…"
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+def _show_key_once(request: HttpRequest, channel: Channel, plaintext: str) -> None:
+    messages.warning(
+        request,
+        f"New key for channel “{channel.name}” — copy it now, it is not shown again: {plaintext}",
+    )
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    list_display = ("name", "description", "active_keys", "session_count", "created_at")
+    search_fields = ("name", "description")
+    inlines = [ApiKeyInline]
+    actions = ["issue_new_key"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            issued = issue_key(obj, label=f"created in admin by {request.user.get_username()}")
+            _show_key_once(request, obj, issued.plaintext)
+
+    @admin.display(description="active keys")
+    def active_keys(self, obj: Channel) -> int:
+        return obj.keys.filter(revoked_at__isnull=True).count()
+
+    @admin.display(description="sessions")
+    def session_count(self, obj: Channel) -> int:
+        return obj.sessions.count()
+
+    @admin.action(description="Issue a new key for the selected channels (shown once)")
+    def issue_new_key(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
+        for channel in queryset:
+            issued = issue_key(channel, label=f"issued in admin by {request.user.get_username()}")
+            _show_key_once(request, channel, issued.plaintext)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "channel", "label", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("channel", ("revoked_at", admin.EmptyFieldListFilter))
+    readonly_fields = ("channel", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    fields = ("channel", "label", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # keys are issued from the channel page, where the plaintext can be shown once
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # revoke instead: the row is the audit trail
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            revoke_key(api_key)
+        self.message_user(request, f"Revoked {queryset.count()} key(s).")
+
+
+@admin.register(Session)
+class SessionAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "channel",
+        "model",
+        "live_messages",
+        "live_tokens",
+        "total_messages",
+        "compressions",
+        "guard_state",
+        "last_activity_at",
+    )
+    list_filter = ("channel", "model", "context_window_source")
+    search_fields = ("id", "title", "external_id", "model")
+    list_select_related = ("channel",)
+    readonly_fields = (
+        "id",
+        "channel",
+        "external_id",
+        "model",
+        "context_window",
+        "context_window_source",
+        "live_messages",
+        "live_tokens",
+        "total_messages",
+        "compressions",
+        "next_position",
+        "last_prompt_tokens",
+        "last_completion_tokens",
+        "last_usage_at",
+        "cooldown_until",
+        "thrash_lock_until",
+        "failure_streak",
+        "ineffective_streak",
+        "created_at",
+        "updated_at",
+        "last_activity_at",
+        "last_reset_at",
+        "message_links",
+    )
+    fieldsets = (
+        (None, {"fields": ("id", "title", "channel", "external_id", "message_links")}),
+        ("Model", {"fields": ("model", "context_window", "context_window_source")}),
+        (
+            "Counters",
+            {
+                "fields": (
+                    "live_messages",
+                    "live_tokens",
+                    "total_messages",
+                    "compressions",
+                    "next_position",
+                    "last_prompt_tokens",
+                    "last_completion_tokens",
+                    "last_usage_at",
+                )
+            },
+        ),
+        (
+            "Guard state",
+            {
+                "fields": (
+                    "cooldown_until",
+                    "thrash_lock_until",
+                    "failure_streak",
+                    "ineffective_streak",
+                )
+            },
+        ),
+        ("Times", {"fields": ("created_at", "updated_at", "last_activity_at", "last_reset_at")}),
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # sessions are opened by gateways through the API
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # history is never deleted
+
+    @admin.display(description="guard")
+    def guard_state(self, obj: Session) -> str:
+        states = []
+        if obj.cooldown_until:
+            states.append("cooldown")
+        if obj.thrash_lock_until:
+            states.append("locked")
+        if obj.failure_streak:
+            states.append(f"{obj.failure_streak} failure(s)")
+        return ", ".join(states) or "—"
+
+    @admin.display(description="messages")
+    def message_links(self, obj: Session) -> str:
+        base = reverse("admin:sessions_app_message_changelist")
+        links = [
+            format_html(
+                '<a href="{}?session__id__exact={}&kind={}">{}</a>', base, obj.pk, kind, label
+            )
+            for kind, label in Message.Kind.choices
+        ]
+        links.insert(0, format_html('<a href="{}?session__id__exact={}">all</a>', base, obj.pk))
+        return format_html(" · ".join(["{}"] * len(links)), *links)
+
+
+class KindFilter(admin.SimpleListFilter):
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return Message.Kind.choices
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.of_kind(value) if value in Message.KIND_FILTERS else queryset
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = (
+        "position",
+        "session",
+        "role",
+        "kind_label",
+        "preview",
+        "token_count",
+        "created_at",
+    )
+    list_filter = (KindFilter, "role", "session__channel", "is_fallback_summary")
+    search_fields = ("content", "tool_call_id", "name")
+    list_select_related = ("session",)
+    show_full_result_count = False
+    readonly_fields = [f.name for f in Message._meta.fields]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("content_parts", "extra")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="kind")
+    def kind_label(self, obj: Message) -> str:
+        return Message.Kind(obj.kind).label
+
+    @admin.display(description="content")
+    def preview(self, obj: Message) -> str:
+        if obj.content:
+            return Truncator(obj.content).chars(120)
+        if obj.tool_calls:
+            names = ", ".join(c.get("function", {}).get("name", "?") for c in obj.tool_calls)
+            return f"[tool calls: {names}]"
+        return ""

@@ -1,0 +1,134 @@
+"""Gateway endpoints for the store. Thin: parse, call a service, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+from pydantic import Field
+
+from sessions_app import services
+from sessions_app.api.schemas import (
+    AppendIn,
+    AppendOut,
+    ContextOut,
+    ErrorOut,
+    MessageOut,
+    MessagePage,
+    ResetIn,
+    ResetOut,
+    RollbackIn,
+    RollbackOut,
+    SessionCreateIn,
+    SessionOut,
+)
+from sessions_app.models import Message, Session
+
+router = Router(tags=["sessions"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+def _session(request: HttpRequest, session_id: str) -> Session:
+    return services.get_session_for_channel(request.auth, session_id)
+
+
+@router.post("/sessions", response={200: SessionOut, 201: SessionOut, **ERRORS})
+def open_session(request: HttpRequest, payload: SessionCreateIn):
+    """Open a session (201), or return the one already open under this `external_id` (200)."""
+    result = services.open_session(request.auth, **payload.dict())
+    return Status(201 if result.created else 200, SessionOut.of(result.session))
+
+
+class SessionListQuery(Schema):
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+    external_id: str | None = None
+
+
+@router.get("/sessions", response={200: list[SessionOut], **ERRORS})
+def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
+    """This channel's sessions, most recently active first."""
+    sessions = Session.objects.filter(channel=request.auth).select_related("channel")
+    if query.external_id is not None:
+        sessions = sessions.filter(external_id=query.external_id)
+    return [SessionOut.of(s) for s in sessions[query.offset : query.offset + query.limit]]
+
+
+@router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS})
+def get_session(request: HttpRequest, session_id: str):
+    """The session with its counters and guard state (one row read; no message scan)."""
+    return SessionOut.of(_session(request, session_id))
+
+
+@router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERRORS})
+def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
+    """Append messages in order, all or nothing, optionally with the usage the model reported."""
+    session = _session(request, session_id)
+    messages = [m.model_dump(exclude_unset=True, exclude_none=False) for m in payload.messages]
+    usage = payload.usage.model_dump(exclude_none=True) if payload.usage else None
+    result = services.append_messages(session, messages, usage=usage)
+    return Status(
+        201,
+        {
+            "session": SessionOut.of(result.session),
+            "messages": [MessageOut.of(m) for m in result.messages],
+            "decisions": result.decisions,
+        },
+    )
+
+
+class MessageListQuery(Schema):
+    kind: Literal["live", "summary", "archived", "rolled_back"] | None = None
+    after: int | None = Field(None, ge=-1, description="Return rows after this position.")
+    limit: int = Field(100, ge=1, le=1000)
+
+
+@router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERRORS})
+def list_messages(request: HttpRequest, session_id: str, query: Query[MessageListQuery]):
+    """Every row of the session in order, including archived and rolled-back ones."""
+    session = _session(request, session_id)
+    rows = Message.objects.filter(session=session)
+    if query.kind:
+        rows = rows.of_kind(query.kind)
+    if query.after is not None:
+        rows = rows.filter(position__gt=query.after)
+    page = list(rows.order_by("position")[: query.limit + 1])
+    more = len(page) > query.limit
+    page = page[: query.limit]
+    return {
+        "items": [MessageOut.of(m) for m in page],
+        "next_after": page[-1].position if more else None,
+    }
+
+
+@router.get("/sessions/{session_id}/context", response={200: ContextOut, **ERRORS})
+def get_context(request: HttpRequest, session_id: str):
+    """The live context as an OpenAI `messages` array: head + summary + tail."""
+    session = _session(request, session_id)
+    messages = services.live_context(session)
+    return {
+        "session_id": session.id,
+        "messages": messages,
+        "message_count": len(messages),
+        "live_tokens": session.live_tokens,
+    }
+
+
+@router.post("/sessions/{session_id}/rollback", response={200: RollbackOut, **ERRORS})
+def rollback(request: HttpRequest, session_id: str, payload: RollbackIn | None = None):
+    """Undo or regenerate: the last `count` live messages become rolled back (kept, unindexed)."""
+    payload = payload or RollbackIn()
+    session = _session(request, session_id)
+    rows = services.rollback_messages(session, payload.count, reason=payload.mode)
+    return {"session": SessionOut.of(session), "rolled_back": [MessageOut.of(m) for m in rows]}
+
+
+@router.post("/sessions/{session_id}/reset", response={200: ResetOut, **ERRORS})
+def reset(request: HttpRequest, session_id: str, payload: ResetIn | None = None):
+    """Archive every live message (the system prompt stays unless asked); nothing is deleted."""
+    payload = payload or ResetIn()
+    session = _session(request, session_id)
+    archived = services.reset_session(session, keep_system_prompt=payload.keep_system_prompt)
+    return {"session": SessionOut.of(session), "archived": archived}

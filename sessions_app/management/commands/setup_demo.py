@@ -1,0 +1,81 @@
+"""``manage.py setup_demo``: an operator login, a demo channel key and demo conversations.
+
+Safe to run again: existing users, channels and demo sessions are kept; each run issues a fresh
+demo key (older ones stay valid) because a key's plaintext can only ever be shown once.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from sessions_app.demo.conversation import build_demo_conversation, build_small_conversation
+from sessions_app.keys import issue_key
+from sessions_app.models import Channel, Session
+from sessions_app.services import append_messages, open_session
+
+DEMO_CHANNEL = "demo"
+BATCH = 200
+
+
+class Command(BaseCommand):
+    help = "Create an operator login, a demo channel key and load demo conversations."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="operator")
+
+    def handle(self, *args, username: str, **options) -> None:
+        lines = [self._operator(username), *self._channel_key()]
+        for external_id, build in (
+            ("demo-main", build_demo_conversation),
+            ("demo-small", build_small_conversation),
+        ):
+            lines.append(self._load(external_id, build()))
+        width = max(len(line) for line in lines) + 4
+        self.stdout.write("=" * width)
+        for line in lines:
+            self.stdout.write(f"  {line}")
+        self.stdout.write("=" * width)
+
+    def _operator(self, username: str) -> str:
+        users = get_user_model()
+        if users.objects.filter(username=username).exists():
+            return (
+                f"Operator login: {username} (exists; forgot the password? "
+                f"manage.py changepassword {username})"
+            )
+        password = secrets.token_urlsafe(12)
+        users.objects.create_superuser(username=username, email="", password=password)
+        return f"Operator login (shown once): {username} / {password}"
+
+    def _channel_key(self) -> list[str]:
+        with transaction.atomic():
+            channel, _ = Channel.objects.get_or_create(
+                name=DEMO_CHANNEL, defaults={"description": "Demo gateway created by setup_demo"}
+            )
+            issued = issue_key(channel, label="setup_demo")
+        return [f"Demo channel key (shown once): {issued.plaintext}"]
+
+    def _load(self, external_id: str, conversation: dict) -> str:
+        channel = Channel.objects.get(name=DEMO_CHANNEL)
+        existing = Session.objects.filter(channel=channel, external_id=external_id).first()
+        if existing is not None:
+            return f"Demo session {existing.id} already loaded ({existing.total_messages} messages)"
+        with transaction.atomic():
+            session = open_session(
+                channel,
+                model=conversation["model"],
+                system_prompt=conversation["system_prompt"],
+                title=conversation["title"],
+                external_id=external_id,
+            ).session
+            messages = conversation["messages"]
+            for start in range(0, len(messages), BATCH):
+                append_messages(session, messages[start : start + BATCH])
+        return (
+            f"Demo session {session.id}: {session.total_messages} messages, "
+            f"{session.live_tokens:,} tokens"
+        )

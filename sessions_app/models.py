@@ -1,0 +1,231 @@
+"""The store: channels and their keys, sessions, and every message ever said (SPEC S1-S5).
+
+Rows are never deleted by the service. A message's two flags give its kind:
+
+==============  ======  ==========  ===============  ============
+kind            active  compressed  in live context  in search
+==============  ======  ==========  ===============  ============
+live / summary  true    false       yes              yes
+archived        false   true        no               yes
+rolled back     false   false       no               no
+==============  ======  ==========  ===============  ============
+
+Per-session counters are maintained by the services in the same transaction as the rows they count,
+so reading them is one primary-key lookup however long the session grows.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class Channel(models.Model):
+    """A gateway (Telegram bot, Discord bot, TUI, ACP editor...). Its keys see only its sessions."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """A bearer key: only a lookup prefix and a SHA-256 of the whole key are stored."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.PROTECT, related_name="keys")
+    label = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.channel.name}: hm_{self.prefix}_…"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Session(models.Model):
+    """One conversation of one channel, with O(1) counters and persisted guard state."""
+
+    class WindowSource(models.TextChoices):
+        DECLARED = "declared", "declared by the gateway"
+        CATALOG = "catalog", "known model"
+        DEFAULT = "default", "configured default"
+        LOWERED = "lowered", "lowered after a long-context error"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    channel = models.ForeignKey(Channel, on_delete=models.PROTECT, related_name="sessions")
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    context_window = models.PositiveIntegerField()
+    context_window_source = models.CharField(
+        max_length=10, choices=WindowSource.choices, default=WindowSource.DEFAULT
+    )
+
+    # Counters (maintained on write; never computed by scanning messages).
+    live_messages = models.PositiveIntegerField(default=0)
+    live_tokens = models.PositiveBigIntegerField(default=0)
+    total_messages = models.PositiveIntegerField(default=0)
+    compressions = models.PositiveIntegerField(default=0)
+    next_position = models.PositiveIntegerField(default=0)
+
+    # What the model last reported; preferred over local estimates (SPEC 10).
+    last_prompt_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    last_completion_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    last_usage_at = models.DateTimeField(null=True, blank=True)
+
+    # Guard state (F1-F3), persisted so it survives restarts.
+    cooldown_until = models.DateTimeField(null=True, blank=True)
+    thrash_lock_until = models.DateTimeField(null=True, blank=True)
+    failure_streak = models.PositiveIntegerField(default=0)
+    ineffective_streak = models.PositiveIntegerField(default=0)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_activity_at = models.DateTimeField(auto_now_add=True)
+    last_reset_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_activity_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "external_id"],
+                condition=Q(external_id__isnull=False),
+                name="unique_external_id_per_channel",
+            ),
+        ]
+        indexes = [models.Index(fields=["channel", "-last_activity_at"])]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    def live(self) -> MessageQuerySet:
+        return self.filter(active=True)
+
+    def of_kind(self, kind: str) -> MessageQuerySet:
+        return self.filter(**Message.KIND_FILTERS[kind])
+
+
+class Message(models.Model):
+    """One row of a conversation. Its text is kept verbatim forever."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    class Kind(models.TextChoices):
+        LIVE = "live"
+        SUMMARY = "summary"
+        ARCHIVED = "archived"
+        ROLLED_BACK = "rolled_back", "rolled back"
+
+    class ArchiveReason(models.TextChoices):
+        COMPRESSION = "compression"
+        RESET = "reset"
+
+    KIND_FILTERS = {
+        Kind.LIVE: {"active": True, "is_summary": False},
+        Kind.SUMMARY: {"active": True, "is_summary": True},
+        Kind.ARCHIVED: {"active": False, "compressed": True},
+        Kind.ROLLED_BACK: {"active": False, "compressed": False},
+    }
+
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="messages")
+    position = models.PositiveIntegerField(help_text="Order in the whole conversation, from 0.")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(null=True, blank=True, help_text="Plain text of the message.")
+    content_parts = models.JSONField(
+        null=True, blank=True, help_text="Original multi-part content, when not a plain string."
+    )
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, null=True, blank=True)
+    name = models.CharField(max_length=200, null=True, blank=True)
+    extra = models.JSONField(
+        null=True, blank=True, help_text="Other OpenAI message fields, replayed verbatim."
+    )
+    token_count = models.PositiveIntegerField(default=0)
+
+    active = models.BooleanField(default=True)
+    compressed = models.BooleanField(default=False)
+    is_summary = models.BooleanField(default=False)
+    is_fallback_summary = models.BooleanField(default=False)
+    # S5: an archived original points at the summary that replaced it; a summary records its range.
+    summarized_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="replaced",
+        limit_choices_to={"is_summary": True},
+    )
+    covers_from_position = models.PositiveIntegerField(null=True, blank=True)
+    covers_to_position = models.PositiveIntegerField(null=True, blank=True)
+    archive_reason = models.CharField(
+        max_length=12, choices=ArchiveReason.choices, null=True, blank=True
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
+    rollback_reason = models.CharField(max_length=20, blank=True)
+
+    objects = MessageQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="unique_position"),
+            models.CheckConstraint(
+                condition=~Q(active=True, compressed=True), name="live_rows_are_not_compressed"
+            ),
+            models.CheckConstraint(
+                condition=~Q(role="tool", tool_call_id__isnull=True),
+                name="tool_rows_have_tool_call_id",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["session", "active", "position"], name="msg_live_idx"),
+            models.Index(fields=["summarized_by"], name="msg_summary_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.position} {self.role} ({self.kind})"
+
+    @property
+    def kind(self) -> str:
+        if self.active:
+            return self.Kind.SUMMARY if self.is_summary else self.Kind.LIVE
+        return self.Kind.ARCHIVED if self.compressed else self.Kind.ROLLED_BACK
+
+    def as_openai(self) -> dict:
+        """The message as the chat-completions API expects it."""
+        out: dict = dict(self.extra or {})
+        out["role"] = self.role
+        out["content"] = self.content_parts if self.content_parts is not None else self.content
+        if self.tool_calls:
+            out["tool_calls"] = self.tool_calls
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name:
+            out["name"] = self.name
+        return out

@@ -1,0 +1,183 @@
+"""Appending and rolling back messages, with counters kept exact in the same transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app import tokens
+from sessions_app.models import Message, Session
+from sessions_app.services.errors import InvalidInput, StateConflict
+from sessions_app.services.validation import KNOWN_FIELDS, validate_message
+
+MAX_ROLLBACK = 10_000
+
+
+def _row(session: Session, message: dict[str, Any], position: int) -> Message:
+    content = message.get("content")
+    parts = content if isinstance(content, list) else None
+    if parts is not None:
+        text = "\n".join(
+            p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    else:
+        text = content
+    extra = {k: v for k, v in message.items() if k not in KNOWN_FIELDS}
+    return Message(
+        session=session,
+        position=position,
+        role=message["role"],
+        content=text,
+        content_parts=parts,
+        tool_calls=message.get("tool_calls") or None,
+        tool_call_id=message.get("tool_call_id") or None,
+        name=message.get("name") or None,
+        extra=extra or None,
+        token_count=tokens.count_message(message, session.model),
+    )
+
+
+def insert_messages(session: Session, messages: list[dict[str, Any]]) -> list[Message]:
+    """Write already-validated messages at the end of ``session`` and bump its counters.
+
+    Must run inside a transaction; takes the session's row lock first so positions and counters
+    stay exact with concurrent writers (a no-op on SQLite, where BEGIN IMMEDIATE already holds the
+    database's write lock).
+    """
+    locked = Session.objects.select_for_update().get(pk=session.pk)
+    start = locked.next_position
+    rows = [_row(locked, m, start + i) for i, m in enumerate(messages)]
+    Message.objects.bulk_create(rows)
+    if not all(row.pk for row in rows):  # backends without RETURNING: read the ids back
+        ids = dict(
+            Message.objects.filter(session=locked, position__gte=start).values_list(
+                "position", "id"
+            )
+        )
+        for row in rows:
+            row.pk = ids[row.position]
+    added_tokens = sum(row.token_count for row in rows)
+    locked.next_position = start + len(rows)
+    locked.live_messages += len(rows)
+    locked.live_tokens += added_tokens
+    locked.total_messages += len(rows)
+    locked.last_activity_at = timezone.now()
+    locked.save(
+        update_fields=[
+            "next_position",
+            "live_messages",
+            "live_tokens",
+            "total_messages",
+            "last_activity_at",
+            "updated_at",
+        ]
+    )
+    _copy_counters(locked, session)
+    return rows
+
+
+def _copy_counters(source: Session, target: Session) -> None:
+    if source is target:
+        return
+    for name in (
+        "next_position",
+        "live_messages",
+        "live_tokens",
+        "total_messages",
+        "last_activity_at",
+        "last_prompt_tokens",
+        "last_completion_tokens",
+        "last_usage_at",
+        "updated_at",
+    ):
+        setattr(target, name, getattr(source, name))
+
+
+@dataclass
+class AppendResult:
+    messages: list[Message]
+    session: Session
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _usage_numbers(usage: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    if not usage:
+        return None, None
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
+    completion = usage.get("completion_tokens", usage.get("output_tokens"))
+    for name, value in (("prompt_tokens", prompt), ("completion_tokens", completion)):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise InvalidInput(f"usage.{name} must be a non-negative integer.")
+    return prompt, completion
+
+
+def append_messages(
+    session: Session,
+    messages: list[dict[str, Any]],
+    *,
+    usage: dict[str, Any] | None = None,
+) -> AppendResult:
+    """Validate every message first, then write all or nothing."""
+    if not messages:
+        raise InvalidInput("messages must contain at least one message.")
+    for index, message in enumerate(messages):
+        validate_message(message, index)
+    prompt_tokens, completion_tokens = _usage_numbers(usage)
+    with transaction.atomic():
+        rows = insert_messages(session, messages)
+        if prompt_tokens is not None or completion_tokens is not None:
+            Session.objects.filter(pk=session.pk).update(
+                last_prompt_tokens=prompt_tokens,
+                last_completion_tokens=completion_tokens,
+                last_usage_at=timezone.now(),
+            )
+            session.last_prompt_tokens = prompt_tokens
+            session.last_completion_tokens = completion_tokens
+            session.last_usage_at = timezone.now()
+    return AppendResult(messages=rows, session=session)
+
+
+def rollback_messages(session: Session, count: int, *, reason: str = "undo") -> list[Message]:
+    """Undo / regenerate: the last ``count`` live rows become rolled back (kept, not indexed)."""
+    if not 1 <= count <= MAX_ROLLBACK:
+        raise InvalidInput(f"count must be between 1 and {MAX_ROLLBACK}.")
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        last = list(
+            Message.objects.filter(session=locked, active=True).order_by("-position")[:count]
+        )
+        blocked = next((m for m in last if m.role == Message.Role.SYSTEM or m.is_summary), None)
+        if len(last) < count or blocked is not None:
+            allowed = 0
+            for m in last:
+                if m.role == Message.Role.SYSTEM or m.is_summary:
+                    break
+                allowed += 1
+            what = (
+                "a summary" if blocked is not None and blocked.is_summary else "the system prompt"
+            )
+            limit = f"at most {allowed} can be rolled back"
+            if blocked is not None:
+                raise StateConflict(f"Rolling back {count} messages would reach {what}; {limit}.")
+            raise StateConflict(f"The session has only {len(last)} live messages; {limit}.")
+        now = timezone.now()
+        Message.objects.filter(pk__in=[m.pk for m in last]).update(
+            active=False, rolled_back_at=now, rollback_reason=reason[:20]
+        )
+        locked.live_messages -= len(last)
+        locked.live_tokens -= sum(m.token_count for m in last)
+        locked.last_activity_at = now
+        locked.save(
+            update_fields=["live_messages", "live_tokens", "last_activity_at", "updated_at"]
+        )
+        _copy_counters(locked, session)
+    for m in last:
+        m.active = False
+        m.rolled_back_at = now
+        m.rollback_reason = reason[:20]
+    return sorted(last, key=lambda m: m.position)

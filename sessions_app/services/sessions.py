@@ -1,0 +1,148 @@
+"""Opening, finding, resetting and auditing sessions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from hermes_site.config import get_config
+from sessions_app.catalog import known_context_window
+from sessions_app.models import Channel, Message, Session
+from sessions_app.services.errors import InvalidInput, NotFound
+from sessions_app.services.messages import insert_messages
+from sessions_app.services.validation import validate_message
+
+
+def get_session_for_channel(channel: Channel | None, session_id: UUID | str) -> Session:
+    """The session if it exists *and* belongs to ``channel`` (None = operator, any channel).
+
+    Another channel's session is reported exactly like a missing one, so ids do not leak.
+    """
+    queryset = Session.objects.select_related("channel")
+    if channel is not None:
+        queryset = queryset.filter(channel=channel)
+    try:
+        return queryset.get(pk=session_id)
+    except (Session.DoesNotExist, ValueError, DjangoValidationError):
+        raise NotFound(f"No session {session_id} for this channel.") from None
+
+
+def _resolve_window(model: str, declared: int | None) -> tuple[int, str]:
+    if declared is not None:
+        return declared, Session.WindowSource.DECLARED
+    known = known_context_window(model)
+    if known is not None:
+        return known, Session.WindowSource.CATALOG
+    config = get_config()
+    fallback = config.model.context_length or config.server.default_context_window
+    return fallback, Session.WindowSource.DEFAULT
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    session: Session
+    created: bool
+
+
+def open_session(
+    channel: Channel,
+    *,
+    model: str = "",
+    context_window: int | None = None,
+    system_prompt: str | None = None,
+    title: str = "",
+    external_id: str | None = None,
+) -> OpenResult:
+    """Open a session; with an ``external_id`` already in use on this channel, return that one.
+
+    Re-opening by external id makes a gateway's retry after a lost response harmless.
+    """
+    if context_window is not None and context_window < 1024:
+        raise InvalidInput("context_window must be at least 1024 tokens.")
+    if system_prompt is not None:
+        validate_message({"role": "system", "content": system_prompt})
+    model = model or get_config().model.default
+    with transaction.atomic():
+        if external_id is not None:
+            existing = Session.objects.filter(channel=channel, external_id=external_id).first()
+            if existing is not None:
+                return OpenResult(existing, created=False)
+        window, source = _resolve_window(model, context_window)
+        session = Session.objects.create(
+            channel=channel,
+            model=model,
+            context_window=window,
+            context_window_source=source,
+            title=title,
+            external_id=external_id,
+        )
+        if system_prompt:
+            insert_messages(session, [{"role": "system", "content": system_prompt}])
+    return OpenResult(session, created=True)
+
+
+@transaction.atomic
+def reset_session(session: Session, *, keep_system_prompt: bool = True) -> int:
+    """Archive every live row (never delete); the system prompt stays live unless asked otherwise.
+
+    Returns how many rows were archived.
+    """
+    locked = Session.objects.select_for_update().get(pk=session.pk)
+    live = Message.objects.filter(session=locked, active=True)
+    kept = Message.objects.none()
+    if keep_system_prompt:
+        first = live.order_by("position").first()
+        if first is not None and first.role == Message.Role.SYSTEM and not first.is_summary:
+            kept = live.filter(pk=first.pk)
+            live = live.exclude(pk=first.pk)
+    now = timezone.now()
+    archived = live.update(
+        active=False,
+        compressed=True,
+        archive_reason=Message.ArchiveReason.RESET,
+        archived_at=now,
+    )
+    kept_stats = kept.aggregate(n=Count("id"), tokens=Sum("token_count"))
+    locked.live_messages = kept_stats["n"] or 0
+    locked.live_tokens = kept_stats["tokens"] or 0
+    locked.last_reset_at = now
+    locked.last_prompt_tokens = None
+    locked.last_activity_at = now
+    locked.save(
+        update_fields=[
+            "live_messages",
+            "live_tokens",
+            "last_reset_at",
+            "last_prompt_tokens",
+            "last_activity_at",
+            "updated_at",
+        ]
+    )
+    session.refresh_from_db()
+    return archived
+
+
+@dataclass(frozen=True)
+class Recount:
+    live_messages: int
+    live_tokens: int
+    total_messages: int
+
+
+def recount(session: Session) -> Recount:
+    """The counters recomputed by scanning rows: for audits and tests, never the hot path."""
+    stats = Message.objects.filter(session=session).aggregate(
+        total=Count("id"),
+        live=Count("id", filter=Q(active=True)),
+        tokens=Sum("token_count", filter=Q(active=True)),
+    )
+    return Recount(
+        live_messages=stats["live"] or 0,
+        live_tokens=stats["tokens"] or 0,
+        total_messages=stats["total"] or 0,
+    )

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from hermes_site.config import HermesConfig, parse_config
+from sessions_app.keys import create_channel
+from sessions_app.models import Channel
+
+
+class Gateway:
+    """A gateway's view of the API: its channel, its key, JSON in and out."""
+
+    def __init__(self, channel: Channel, key: str) -> None:
+        self.channel = channel
+        self.key = key
+        self.client = Client()
+
+    def _headers(self) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.key}"}
+
+    def get(self, path: str, **params: Any):
+        return self.client.get(f"/api/v1{path}", params, **self._headers())
+
+    def post(self, path: str, body: Any = None, *, raw: bytes | None = None):
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        return self.client.post(
+            f"/api/v1{path}", data, content_type="application/json", **self._headers()
+        )
+
+    def open(self, **fields: Any) -> dict:
+        response = self.post("/sessions", {"model": "gpt-4o", **fields})
+        assert response.status_code in (200, 201), response.content
+        return response.json()
+
+
+@pytest.fixture
+def make_gateway(db) -> Callable[[str], Gateway]:
+    def make(name: str) -> Gateway:
+        channel, issued = create_channel(name)
+        return Gateway(channel, issued.plaintext)
+
+    return make
+
+
+@pytest.fixture
+def gateway(make_gateway) -> Gateway:
+    return make_gateway("telegram")
+
+
+@pytest.fixture
+def hermes_config(settings) -> Callable[..., HermesConfig]:
+    """Replace the active configuration for one test: ``hermes_config(server={...})``."""
+
+    def apply(**sections: Any) -> HermesConfig:
+        config = parse_config(sections)
+        settings.HERMES = config
+        return config
+
+    return apply

@@ -1,0 +1,357 @@
+"""The gateway API end to end through Django's test client: every endpoint, auth, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.keys import revoke_key
+from sessions_app.models import Message, Session
+from sessions_app.services import recount
+
+
+def snapshot(session_id: str) -> list[tuple]:
+    """Everything stored for a session, to prove a refused request changed nothing."""
+    session = Session.objects.get(pk=session_id)
+    rows = list(
+        Message.objects.filter(session=session)
+        .order_by("position")
+        .values_list("pk", "position", "role", "content", "active", "compressed")
+    )
+    return [
+        (session.live_messages, session.live_tokens, session.total_messages, session.next_position),
+        *rows,
+    ]
+
+
+TOOL_TURN = [
+    {"role": "user", "content": "用Django写代码 please"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "name": "read_file", "content": "print('hi')"},
+    {"role": "assistant", "content": "Done."},
+]
+
+
+@pytest.fixture
+def opened(gateway):
+    return gateway.open(system_prompt="You are helpful.", title="demo", external_id="chat-1")
+
+
+def test_opening_a_session_answers_201_with_counters_and_guard_state(gateway):
+    body = gateway.open(system_prompt="sys", title="My chat")
+    assert body["channel"] == "telegram"
+    assert body["context_window"] == 128_000
+    assert body["counters"]["live_messages"] == 1
+    assert body["counters"]["total_messages"] == 1
+    assert body["guard"] == {
+        "cooldown_until": None,
+        "thrash_lock_until": None,
+        "failure_streak": 0,
+        "ineffective_streak": 0,
+    }
+
+
+def test_reopening_with_the_same_external_id_answers_200_and_the_same_session(gateway, opened):
+    again = gateway.post("/sessions", {"model": "gpt-4o", "external_id": "chat-1"})
+    assert again.status_code == 200
+    assert again.json()["id"] == opened["id"]
+
+
+def test_listing_sessions_shows_only_this_channel(make_gateway):
+    a, b = make_gateway("a"), make_gateway("b")
+    mine = a.open(title="mine")
+    b.open(title="theirs")
+    listed = a.get("/sessions").json()
+    assert [s["id"] for s in listed] == [mine["id"]]
+    assert a.get("/sessions", external_id="nope").json() == []
+
+
+def test_appending_messages_answers_the_rows_counters_and_decisions(gateway, opened):
+    response = gateway.post(
+        f"/sessions/{opened['id']}/messages",
+        {"messages": TOOL_TURN, "usage": {"prompt_tokens": 900, "completion_tokens": 12}},
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert [m["position"] for m in body["messages"]] == [1, 2, 3, 4]
+    assert [m["kind"] for m in body["messages"]] == ["live"] * 4
+    assert body["session"]["counters"]["live_messages"] == 5
+    assert body["session"]["usage"]["last_prompt_tokens"] == 900
+    assert body["decisions"] == []
+    session = Session.objects.get(pk=opened["id"])
+    assert body["session"]["counters"]["live_tokens"] == recount(session).live_tokens
+
+
+def test_the_session_endpoint_reads_the_counters(gateway, opened):
+    gateway.post(f"/sessions/{opened['id']}/messages", {"messages": TOOL_TURN})
+    body = gateway.get(f"/sessions/{opened['id']}").json()
+    assert body["counters"]["live_messages"] == 5
+    assert body["counters"]["total_messages"] == 5
+
+
+def test_the_context_endpoint_returns_an_openai_messages_array(gateway, opened):
+    gateway.post(f"/sessions/{opened['id']}/messages", {"messages": TOOL_TURN})
+    body = gateway.get(f"/sessions/{opened['id']}/context").json()
+    assert body["messages"][0] == {"role": "system", "content": "You are helpful."}
+    assert body["messages"][1:] == [
+        {k: v for k, v in m.items() if v is not None or k == "content"} for m in TOOL_TURN
+    ]
+    assert body["message_count"] == 5
+
+
+def test_messages_are_paginated_and_filterable_by_kind(gateway, opened):
+    sid = opened["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": TOOL_TURN + TOOL_TURN[:1]})
+    gateway.post(f"/sessions/{sid}/rollback", {"count": 1})
+    first = gateway.get(f"/sessions/{sid}/messages", limit=2).json()
+    assert [m["position"] for m in first["items"]] == [0, 1]
+    second = gateway.get(f"/sessions/{sid}/messages", limit=10, after=first["next_after"]).json()
+    assert [m["position"] for m in second["items"]] == [2, 3, 4, 5]
+    assert second["next_after"] is None
+    rolled = gateway.get(f"/sessions/{sid}/messages", kind="rolled_back").json()
+    assert [m["position"] for m in rolled["items"]] == [5]
+    assert gateway.get(f"/sessions/{sid}/messages", kind="bogus").status_code == 422
+
+
+def test_rollback_undoes_the_last_messages(gateway, opened):
+    sid = opened["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": TOOL_TURN})
+    response = gateway.post(f"/sessions/{sid}/rollback", {"count": 1, "mode": "regenerate"})
+    assert response.status_code == 200
+    body = response.json()
+    assert [m["content"] for m in body["rolled_back"]] == ["Done."]
+    assert body["rolled_back"][0]["kind"] == "rolled_back"
+    assert body["session"]["counters"]["live_messages"] == 4
+    assert body["session"]["counters"]["total_messages"] == 5
+
+
+def test_reset_with_an_empty_body_archives_and_keeps_the_system_prompt(gateway, opened):
+    sid = opened["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": TOOL_TURN})
+    response = gateway.post(f"/sessions/{sid}/reset")
+    assert response.status_code == 200, response.content
+    assert response.json()["archived"] == 4
+    assert gateway.get(f"/sessions/{sid}/context").json()["message_count"] == 1
+    archived = gateway.get(f"/sessions/{sid}/messages", kind="archived").json()["items"]
+    assert archived[0]["content"] == "用Django写代码 please"
+
+
+def test_compress_turn_and_search_routes_exist_and_answer_501_until_built(gateway, opened):
+    sid = opened["id"]
+    for path, body in (
+        (f"/sessions/{sid}/compress", {"focus": "db"}),
+        (f"/sessions/{sid}/turn", {"content": "hi"}),
+    ):
+        response = gateway.post(path, body)
+        assert response.status_code == 501
+        assert "not implemented yet" in response.json()["detail"]
+    assert gateway.get("/search", q="hello").status_code == 501
+
+
+def test_the_openapi_schema_documents_every_fixed_path(gateway):
+    schema = gateway.client.get("/api/v1/openapi.json").json()
+    paths = set(schema["paths"])
+    for path in (
+        "/api/v1/sessions",
+        "/api/v1/sessions/{session_id}",
+        "/api/v1/sessions/{session_id}/messages",
+        "/api/v1/sessions/{session_id}/context",
+        "/api/v1/sessions/{session_id}/turn",
+        "/api/v1/sessions/{session_id}/compress",
+        "/api/v1/sessions/{session_id}/rollback",
+        "/api/v1/sessions/{session_id}/reset",
+        "/api/v1/search",
+    ):
+        assert path in paths
+    assert gateway.client.get("/api/v1/docs").status_code == 200
+
+
+# --- Authentication and isolation -----------------------------------------------------------
+
+
+def test_a_key_never_sees_another_channels_session(make_gateway):
+    owner, stranger = make_gateway("owner"), make_gateway("stranger")
+    sid = owner.open(system_prompt="secret")["id"]
+    before = snapshot(sid)
+    for response in (
+        stranger.get(f"/sessions/{sid}"),
+        stranger.get(f"/sessions/{sid}/context"),
+        stranger.get(f"/sessions/{sid}/messages"),
+        stranger.post(
+            f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "x"}]}
+        ),
+        stranger.post(f"/sessions/{sid}/rollback", {"count": 1}),
+        stranger.post(f"/sessions/{sid}/reset"),
+        stranger.post(f"/sessions/{sid}/compress", {}),
+        stranger.post(f"/sessions/{sid}/turn", {"content": "x"}),
+    ):
+        assert response.status_code == 404, response.content
+        assert "No session" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_missing_malformed_wrong_and_revoked_keys_are_401(gateway, opened):
+    sid = opened["id"]
+    client = gateway.client
+    assert client.get(f"/api/v1/sessions/{sid}").status_code == 401
+    for header in (
+        "Bearer",
+        "Bearer nonsense",
+        "Basic abc",
+        f"Bearer {gateway.key}x",
+        f"Bearer {gateway.key[:-1]}",
+    ):
+        response = client.get(f"/api/v1/sessions/{sid}", HTTP_AUTHORIZATION=header)
+        assert response.status_code == 401, header
+        assert "create_channel" in response.json()["detail"]
+        assert response["WWW-Authenticate"].startswith("Bearer")
+    revoke_key(gateway.channel.keys.get())
+    assert gateway.get(f"/sessions/{sid}").status_code == 401
+
+
+# --- Bad input: a clear 4xx, and nothing stored changes -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"messages": [{"role": "wizard", "content": "x"}]}, 422, "role"),
+        ({"messages": [{"role": "tool", "content": "orphan"}]}, 422, "tool_call_id"),
+        (
+            {"messages": [{"role": "user", "content": "x", "tool_call_id": "c"}]},
+            422,
+            "only tool messages",
+        ),
+        ({"messages": [{"role": "user", "content": None}]}, 422, "content is required"),
+        ({"messages": [{"role": "user", "content": 5}]}, 422, "content"),
+        ({"messages": [{"role": "user", "content": "\ud800"}]}, 422, "invalid Unicode"),
+        ({"messages": [{"role": "user", "content": "a\u0000b"}]}, 422, "NUL"),
+        ({"messages": []}, 422, "messages"),
+        ({"message": [{"role": "user", "content": "x"}]}, 422, "messages"),
+        (
+            {"messages": [{"role": "user", "content": "ok"}, {"role": "tool", "content": "x"}]},
+            422,
+            "messages[1]",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {"id": "c", "function": {"name": "f", "arguments": {"a": 1}}}
+                        ],
+                    }
+                ]
+            },
+            422,
+            "arguments",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "usage": {"prompt_tokens": -5}},
+            422,
+            "prompt_tokens",
+        ),
+    ],
+)
+def test_invalid_messages_are_refused_and_nothing_changes(gateway, opened, body, status, fragment):
+    sid = opened["id"]
+    before = snapshot(sid)
+    response = gateway.post(f"/sessions/{sid}/messages", body)
+    assert response.status_code == status, response.content
+    assert fragment in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_malformed_json_is_400(gateway, opened):
+    sid = opened["id"]
+    before = snapshot(sid)
+    response = gateway.post(f"/sessions/{sid}/messages", raw=b'{"messages": [')
+    assert response.status_code == 400
+    assert "not valid JSON" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_invalid_utf8_is_400(gateway, opened):
+    sid = opened["id"]
+    before = snapshot(sid)
+    raw = b'{"messages": [{"role": "user", "content": "\xff\xfe bad"}]}'
+    response = gateway.post(f"/sessions/{sid}/messages", raw=raw)
+    assert response.status_code == 400
+    assert "UTF-8" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_content_over_the_configured_maximum_is_413(gateway, opened, hermes_config):
+    hermes_config(server={"max_message_bytes": 2048})
+    sid = opened["id"]
+    before = snapshot(sid)
+    response = gateway.post(
+        f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "é" * 1500}]}
+    )
+    assert response.status_code == 413
+    assert "3,000 bytes; the limit is 2,048" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_the_default_maximum_is_one_mebibyte(gateway, opened):
+    sid = opened["id"]
+    ok = gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "a" * (1024 * 1024)}]},
+    )
+    assert ok.status_code == 201
+    too_big = gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "a" * (1024 * 1024 + 1)}]},
+    )
+    assert too_big.status_code == 413
+
+
+@pytest.mark.parametrize("count", [-1, 0, 10_001, 10**12, "many"])
+def test_out_of_range_rollback_counts_are_422(gateway, opened, count):
+    sid = opened["id"]
+    before = snapshot(sid)
+    response = gateway.post(f"/sessions/{sid}/rollback", {"count": count})
+    assert response.status_code == 422
+    assert "count" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+def test_rolling_back_more_than_exists_is_409(gateway, opened):
+    sid = opened["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": TOOL_TURN})
+    before = snapshot(sid)
+    response = gateway.post(f"/sessions/{sid}/rollback", {"count": 500})
+    assert response.status_code == 409
+    assert "at most 4 can be rolled back" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+@pytest.mark.parametrize("sid", ["00000000-0000-0000-0000-000000000000", "not-a-uuid", "1"])
+def test_unknown_session_ids_are_404(gateway, sid):
+    response = gateway.get(f"/sessions/{sid}")
+    assert response.status_code == 404
+    assert "No session" in response.json()["detail"]
+
+
+def test_bad_session_fields_are_422(gateway):
+    for body in (
+        {"context_window": 10},
+        {"context_window": "big"},
+        {"title": "x" * 301},
+        {"external_id": ""},
+        {"colour": "blue"},
+    ):
+        response = gateway.post("/sessions", body)
+        assert response.status_code == 422, body
+    assert Session.objects.count() == 0

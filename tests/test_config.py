@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_site.config import (
+    CompressionConfig,
+    ConfigError,
+    HermesConfig,
+    config_path,
+    load_config,
+    parse_config,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_no_file_means_the_documented_defaults():
+    config = load_config(None)
+    c = config.compression
+    assert (c.enabled, c.threshold, c.threshold_tokens, c.target_ratio) == (True, 0.5, None, 0.2)
+    assert (c.protect_first_n, c.protect_last_n, c.min_tail_user_messages) == (3, 20, 1)
+    assert (c.max_attempts, c.in_place, c.abort_on_summary_failure) == (3, True, False)
+    assert c.hygiene_hard_message_limit == 5000
+    assert c.failure_cooldown_seconds == 600
+    assert (c.anti_thrash_min_savings, c.anti_thrash_consecutive, c.anti_thrash_lock_seconds) == (
+        0.10,
+        2,
+        300,
+    )
+    assert c.idle_compact_after_seconds == 0
+    assert c.micro_compact is False
+    assert c.codex_app_server_auto == "native"
+    assert config.server.max_message_bytes == 1024 * 1024
+    assert config.auxiliary.compression.configured is False
+
+
+def test_every_knob_of_spec_section_8_has_a_key():
+    required = """enabled threshold threshold_tokens target_ratio protect_first_n protect_last_n
+    min_tail_user_messages max_attempts in_place abort_on_summary_failure model_thresholds
+    idle_compact_after_seconds proactive_prune_tokens proactive_prune_min_result_chars
+    proactive_prune_min_reclaim_tokens micro_compact micro_compact_every_n_turns
+    micro_compact_defrag_threshold_tokens hygiene_hard_message_limit hygiene_timeout_seconds
+    hygiene_total_ceiling_seconds hygiene_failure_cooldown_seconds hygiene_max_turn_hold_seconds
+    context_timeout_seconds context_total_ceiling_seconds codex_app_server_auto
+    codex_responses_native codex_responses_compact_threshold failure_cooldown_seconds""".split()  # noqa: SIM905
+    missing = [key for key in required if key not in CompressionConfig.model_fields]
+    assert missing == []
+
+
+def test_a_hermes_agent_style_file_loads(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        """
+model:
+  default: anthropic/claude-opus-4.6
+  base_url: https://example.invalid/v1
+auxiliary:
+  compression:
+    model: summary-model
+    base_url: http://127.0.0.1:9/v1
+    timeout: 60
+compression:
+  threshold: 0.4
+  model_thresholds:
+    "glm-5.2": 0.40
+    "claude-sonnet": {ratio: 0.35, threshold_tokens: 150000}
+  codex_app_server_auto: hermes
+  tail_mode: lean
+""",
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.model.default == "anthropic/claude-opus-4.6"
+    assert config.auxiliary.compression.configured
+    assert config.compression.threshold == 0.4
+    assert config.compression.model_thresholds["glm-5.2"] == 0.40
+    assert config.compression.model_thresholds["claude-sonnet"].threshold_tokens == 150000
+    assert config.compression.codex_app_server_auto == "managed"
+
+
+def test_model_block_accepts_model_as_an_alias_of_default():
+    assert parse_config({"model": {"model": "gpt-4o"}}).model.default == "gpt-4o"
+
+
+def _error(data) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    return str(info.value)
+
+
+def test_an_unknown_key_is_named_with_the_allowed_keys():
+    message = _error({"compression": {"treshold": 0.5}})
+    assert "compression.treshold: unknown key" in message
+    assert "threshold" in message.split("allowed keys here:")[1]
+
+
+def test_an_unknown_section_is_named():
+    message = _error({"compresion": {}})
+    assert "compresion: unknown key" in message
+    assert "compression" in message
+
+
+def test_a_wrong_type_is_named_with_the_value_given():
+    message = _error({"compression": {"protect_last_n": "twenty"}})
+    assert "compression.protect_last_n" in message
+    assert "'twenty'" in message
+
+
+def test_a_string_number_is_a_wrong_type_not_silently_converted():
+    assert "compression.threshold" in _error({"compression": {"threshold": "0.5"}})
+
+
+def test_an_out_of_range_value_is_named_with_its_bound():
+    message = _error({"compression": {"threshold": 1.5}})
+    assert "compression.threshold" in message
+    assert "less than or equal to 1" in message
+
+
+def test_an_enumerated_value_lists_the_allowed_values():
+    message = _error({"compression": {"codex_app_server_auto": "sometimes"}})
+    assert "'native', 'managed' or 'off'" in message
+
+
+def test_inconsistent_timeouts_are_refused():
+    message = _error(
+        {"compression": {"hygiene_timeout_seconds": 60, "hygiene_total_ceiling_seconds": 30}}
+    )
+    assert "hygiene_total_ceiling_seconds must be at least hygiene_timeout_seconds" in message
+
+
+def test_a_model_threshold_needs_a_ratio_or_a_cap():
+    assert "model_thresholds" in _error({"compression": {"model_thresholds": {"glm": {}}}})
+
+
+def test_every_error_is_reported_at_once():
+    message = _error({"compression": {"threshold": 2, "max_attempts": 0}})
+    assert "compression.threshold" in message and "compression.max_attempts" in message
+
+
+def test_a_file_that_is_not_a_mapping_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("- a\n- b\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(path)
+
+
+def test_invalid_yaml_is_refused_with_its_position(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("compression: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+
+
+def test_an_empty_file_means_defaults(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("", encoding="utf-8")
+    assert load_config(path) == HermesConfig()
+
+
+def test_the_path_comes_from_the_environment(tmp_path, monkeypatch):
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text("compression: {enabled: false}\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_CONFIG", str(path))
+    assert config_path(tmp_path) == path
+    monkeypatch.setenv("HERMES_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(ConfigError, match="no such file"):
+        config_path(tmp_path)
+
+
+def test_a_bad_config_stops_the_service_with_the_key_named(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        f"server: {{data_dir: {tmp_path}}}\ncompression: {{max_attempts: 99}}\n", encoding="utf-8"
+    )
+    env = {**os.environ, "HERMES_CONFIG": str(path)}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "compression.max_attempts" in result.stderr
+    assert "less than or equal to 10" in result.stderr
