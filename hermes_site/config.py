@@ -1,10 +1,10 @@
 """The one configuration file, its schema and its loader.
 
-Every compression knob lives in the file's ``compression:`` block with the key names of Hermes
+Every compression knob lives in the file's ``compression:`` block under the key names of Hermes
 Agent's own ``config.yaml``, so an operator can point the service at a config they already have.
 Only the file's *path* comes from the environment (``HERMES_CONFIG``); with no file the
-documented defaults apply. The schema is strict: an unknown key, a wrong type or an out-of-range value stops start-up
-with a message naming the key and what is allowed.
+documented defaults apply. The schema is strict: an unknown key, a wrong type or an out-of-range
+value stops start-up with a message naming the key and what is allowed.
 """
 
 from __future__ import annotations
