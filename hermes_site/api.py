@@ -6,6 +6,7 @@ validation errors add ``errors`` with each field's location.
 
 from __future__ import annotations
 
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -75,3 +76,17 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
             "server.max_request_bytes). Send a JSON object with Content-Type: application/json."
         )
     return api.create_response(request, {"detail": message}, status=exc.status_code)
+
+
+@api.exception_handler(OperationalError)
+def _database_busy(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+    """A writer that outwaited the busy timeout wrote nothing (its transaction rolled back)."""
+    if "locked" not in str(exc) and "busy" not in str(exc):
+        raise exc
+    response = api.create_response(
+        request,
+        {"detail": "The database is busy; nothing was written. Retry the request shortly."},
+        status=503,
+    )
+    response["Retry-After"] = "1"
+    return response

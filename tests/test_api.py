@@ -355,3 +355,20 @@ def test_bad_session_fields_are_422(gateway):
         response = gateway.post("/sessions", body)
         assert response.status_code == 422, body
     assert Session.objects.count() == 0
+
+
+def test_a_database_busy_past_the_timeout_is_503_with_retry_after(gateway, opened, monkeypatch):
+    from django.db import OperationalError
+
+    from sessions_app import services
+
+    def busy(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(services, "append_messages", busy)
+    response = gateway.post(
+        f"/sessions/{opened['id']}/messages", {"messages": [{"role": "user", "content": "x"}]}
+    )
+    assert response.status_code == 503
+    assert response["Retry-After"] == "1"
+    assert "Retry" in response.json()["detail"]

@@ -190,3 +190,22 @@ def test_a_bad_config_stops_the_service_with_the_key_named(tmp_path):
     assert result.returncode != 0
     assert "compression.max_attempts" in result.stderr
     assert "less than or equal to 10" in result.stderr
+
+
+def test_the_example_file_holds_every_key_at_its_default():
+    import yaml
+    from pydantic import BaseModel
+
+    data = yaml.safe_load((ROOT / "hermes.example.yaml").read_text(encoding="utf-8"))
+    assert parse_config(data) == HermesConfig()
+
+    def missing(model: type[BaseModel], section: dict, prefix: str) -> list[str]:
+        out = []
+        for name, field in model.model_fields.items():
+            if name not in section:
+                out.append(prefix + name)
+            elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+                out += missing(field.annotation, section[name], f"{prefix}{name}.")
+        return out
+
+    assert missing(HermesConfig, data, "") == []

@@ -1,0 +1,120 @@
+"""The admin: every model browsable by staff, history read-only, keys shown once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from compression.models import CompressionEvent, ModelThresholdOverride
+from sessions_app import services
+from sessions_app.keys import authenticate, create_channel
+from sessions_app.models import ApiKey, Channel, Message
+
+
+@pytest.fixture
+def staff(db) -> Client:
+    user = get_user_model().objects.create_superuser("op", "", "a-long-test-password")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def session(db):
+    channel = create_channel("tg")[0]
+    session = services.open_session(channel, model="gpt-4", system_prompt="sys").session
+    services.append_messages(
+        session,
+        [{"role": "user", "content": f"message <b>{n}</b>"} for n in range(6)],
+    )
+    services.rollback_messages(session, 1)
+    CompressionEvent.objects.create(
+        session=session, trigger="manual_api", outcome="skipped", reason="demo"
+    )
+    ModelThresholdOverride.objects.create(pattern="glm", ratio=0.4)
+    return session
+
+
+def test_every_model_has_a_changelist_and_a_change_page(staff, session):
+    objects = [
+        session.channel,
+        ApiKey.objects.first(),
+        session,
+        Message.objects.filter(session=session).first(),
+        CompressionEvent.objects.first(),
+        ModelThresholdOverride.objects.first(),
+    ]
+    for obj in objects:
+        meta = obj._meta
+        changelist = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
+        assert staff.get(changelist).status_code == 200, changelist
+        change = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
+        assert staff.get(change).status_code == 200, change
+
+
+def test_messages_are_filterable_by_kind_and_escaped(staff, session):
+    url = reverse("admin:sessions_app_message_changelist")
+    page = staff.get(
+        url, {"kind": "rolled_back", "session__id__exact": session.pk}
+    ).content.decode()
+    assert "message &lt;b&gt;5&lt;/b&gt;" in page
+    assert "message &lt;b&gt;4&lt;/b&gt;" not in page
+    assert "<b>5</b>" not in page
+
+
+def test_history_cannot_be_edited_or_deleted_in_the_admin(staff, session):
+    message = Message.objects.filter(session=session).first()
+    change = reverse("admin:sessions_app_message_change", args=[message.pk])
+    staff.post(change, {"content": "rewritten"})
+    message.refresh_from_db()
+    assert message.content == "sys"
+    delete = reverse("admin:sessions_app_message_delete", args=[message.pk])
+    assert staff.post(delete, {"post": "yes"}).status_code == 403
+    delete_session = reverse("admin:sessions_app_session_delete", args=[session.pk])
+    assert staff.post(delete_session, {"post": "yes"}).status_code == 403
+    assert Message.objects.filter(pk=message.pk).exists()
+
+
+def test_adding_a_channel_in_the_admin_shows_its_key_once(staff):
+    response = staff.post(
+        reverse("admin:sessions_app_channel_add"),
+        {"name": "discord", "description": "", "keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0"},
+        follow=True,
+    )
+    page = response.content.decode()
+    keys = re.findall(r"hm_[0-9a-f]{12}_[A-Za-z0-9_-]+", page)
+    assert len(keys) == 1
+    assert authenticate(keys[0]) == Channel.objects.get(name="discord")
+    # The plaintext is never shown again.
+    channel = Channel.objects.get(name="discord")
+    again = staff.get(reverse("admin:sessions_app_channel_change", args=[channel.pk]))
+    assert keys[0] not in again.content.decode()
+
+
+def test_revoking_a_key_in_the_admin_locks_it_out(staff):
+    _, issued = create_channel("irc")
+    staff.post(
+        reverse("admin:sessions_app_apikey_changelist"),
+        {"action": "revoke", "_selected_action": [issued.api_key.pk]},
+    )
+    assert authenticate(issued.plaintext) is None
+
+
+def test_threshold_overrides_are_validated(staff):
+    response = staff.post(
+        reverse("admin:compression_modelthresholdoverride_add"),
+        {"pattern": "claude", "ratio": "1.5", "enabled": "on"},
+    )
+    assert response.status_code == 200
+    assert "less than or equal to 1.0" in response.content.decode()
+    assert not ModelThresholdOverride.objects.exists()
+
+
+def test_the_console_requires_a_staff_login(db):
+    response = Client().get(reverse("admin:sessions_app_session_changelist"))
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
