@@ -1,32 +1,156 @@
-"""Recall endpoint. The route and its query parameters are fixed by SPEC 11; the FTS5 recall layer
-lands with the recall issue, until then it answers 501."""
+"""``GET /api/v1/search``: recall for gateways, limited to the key's own channel."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Literal
+from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
-from pydantic import Field
+from ninja import Query, Router, Schema
+from pydantic import Field, model_validator
 
+from search.service import Filters, InvalidQuery, SearchResult, search
 from sessions_app.api.schemas import ErrorOut
+from sessions_app.services import InvalidInput
 
 router = Router(tags=["search"])
 
 
 class SearchQuery(Schema):
-    q: str = Field(min_length=1, max_length=1000)
-    session: str | None = None
+    q: str = Field(description='Words, "a phrase", prefix*; everything else is plain text.')
+    session: UUID | None = None
     role: Literal["system", "user", "assistant", "tool"] | None = None
     kind: Literal["live", "summary", "archived"] | None = None
     since: datetime | None = None
     until: datetime | None = None
-    window: int = Field(2, ge=0, le=20)
+    window: int = Field(2, ge=0, le=20, description="Messages before and after each hit.")
     limit: int = Field(20, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _range(self) -> SearchQuery:
+        if self.since and self.until and self.since >= self.until:
+            raise ValueError("'since' must be earlier than 'until'")
+        return self
 
 
-@router.get("/search", response={200: dict, 401: ErrorOut, 422: ErrorOut, 501: ErrorOut})
-def search(request: HttpRequest, query: Query[SearchQuery]):
-    """Full-text recall over live, archived and summary rows. Not implemented yet: 501."""
-    return Status(501, {"detail": "Search is not implemented yet in this version."})
+class MessageRef(Schema):
+    id: int
+    position: int
+    role: str
+    kind: str
+    is_summary: bool
+    created_at: datetime
+
+
+class SessionRef(Schema):
+    id: UUID
+    title: str
+    channel: str
+
+
+class WindowRowOut(Schema):
+    id: int
+    position: int
+    role: str
+    kind: str
+    lead: str
+    created_at: datetime
+    is_hit: bool
+
+
+class BookmarkOut(Schema):
+    position: int
+    of: int = Field(description="Messages in the whole conversation.")
+    timestamp: datetime
+    role: str
+    lead: str
+
+
+class Bookmarks(Schema):
+    start: BookmarkOut
+    end: BookmarkOut
+
+
+class HitOut(Schema):
+    message: MessageRef
+    session: SessionRef
+    score: float | None = Field(description="BM25 (lower is better); null for scan hits.")
+    excerpt_html: str = Field(description="Escaped text; matches wrapped in <mark>.")
+    window: list[WindowRowOut]
+    bookmarks: Bookmarks
+    rolled_back: bool
+
+
+class SearchOut(Schema):
+    query: str
+    index: str | None = Field(description="words, bigram, trigram or scan; null if none matched.")
+    tried: list[str]
+    hits: list[HitOut]
+    has_more: bool
+    limit: int
+    offset: int
+
+
+def serialize(result: SearchResult, limit: int, offset: int) -> dict:
+    def bookmark(b) -> dict:
+        return {
+            "position": b.position,
+            "of": b.of,
+            "timestamp": b.timestamp,
+            "role": b.role,
+            "lead": b.lead,
+        }
+
+    return {
+        "query": result.query.text,
+        "index": result.index,
+        "tried": result.tried,
+        "has_more": result.has_more,
+        "limit": limit,
+        "offset": offset,
+        "hits": [
+            {
+                "message": {
+                    "id": hit.message.pk,
+                    "position": hit.message.position,
+                    "role": hit.message.role,
+                    "kind": hit.message.kind,
+                    "is_summary": hit.message.is_summary,
+                    "created_at": hit.message.created_at,
+                },
+                "session": {
+                    "id": hit.session.pk,
+                    "title": hit.session.title,
+                    "channel": hit.session.channel.name,
+                },
+                "score": hit.score,
+                "excerpt_html": hit.excerpt_html,
+                "window": [row.__dict__ for row in hit.window],
+                "bookmarks": {"start": bookmark(hit.start), "end": bookmark(hit.end)},
+                "rolled_back": hit.rolled_back,
+            }
+            for hit in result.hits
+        ],
+    }
+
+
+@router.get("/search", response={200: SearchOut, 401: ErrorOut, 422: ErrorOut})
+def search_messages(request: HttpRequest, query: Query[SearchQuery]):
+    """Full-text recall over live, summary and archived messages of this channel's sessions."""
+    filters = Filters(
+        session_id=query.session,
+        channel_id=request.auth.pk,
+        role=query.role,
+        kind=query.kind,
+        since=query.since,
+        until=query.until,
+    )
+    try:
+        result = search(
+            query.q, filters, limit=query.limit, offset=query.offset, window=query.window
+        )
+    except InvalidQuery as exc:
+        raise InvalidInput(str(exc)) from None
+    return serialize(result, query.limit, query.offset)

@@ -145,7 +145,7 @@ def test_reset_with_an_empty_body_archives_and_keeps_the_system_prompt(gateway, 
     assert archived[0]["content"] == "用Django写代码 please"
 
 
-def test_compress_turn_and_search_routes_exist_and_answer_501_until_built(gateway, opened):
+def test_compress_and_turn_routes_exist_and_answer_501_until_built(gateway, opened):
     sid = opened["id"]
     for path, body in (
         (f"/sessions/{sid}/compress", {"focus": "db"}),
@@ -154,7 +154,6 @@ def test_compress_turn_and_search_routes_exist_and_answer_501_until_built(gatewa
         response = gateway.post(path, body)
         assert response.status_code == 501
         assert "not implemented yet" in response.json()["detail"]
-    assert gateway.get("/search", q="hello").status_code == 501
 
 
 def test_the_openapi_schema_documents_every_fixed_path(gateway):

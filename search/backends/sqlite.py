@@ -1,0 +1,99 @@
+"""Running routed queries against the SQLite FTS5 indexes, with filters, BM25 ranking and the
+bounded scan that ends every fallback chain."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from search.filters import Filters
+from search.fts import MESSAGE_TABLE, table
+from search.query import Route
+
+SESSION_TABLE = "sessions_app_session"
+KIND_SQL = {
+    "live": "(m.active AND NOT m.is_summary)",
+    "summary": "(m.active AND m.is_summary)",
+    "archived": "(m.compressed)",
+}
+
+
+def _like(needle: str) -> str:
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _filters(filters: Filters) -> tuple[list[str], list]:
+    from sessions_app.models import Session
+
+    where: list[str] = []
+    params: list = []
+    if filters.session_id is not None:
+        where.append("m.session_id = %s")
+        params.append(Session._meta.pk.get_db_prep_value(filters.session_id, connection))
+    if filters.channel_id is not None:
+        where.append(f"m.session_id IN (SELECT id FROM {SESSION_TABLE} WHERE channel_id = %s)")
+        params.append(filters.channel_id)
+    if filters.role:
+        where.append("m.role = %s")
+        params.append(filters.role)
+    if filters.kind:
+        where.append(KIND_SQL[filters.kind])
+    if filters.since is not None:
+        where.append("m.created_at >= %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.since))
+    if filters.until is not None:
+        where.append("m.created_at < %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.until))
+    return where, params
+
+
+def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
+    clauses = []
+    params = []
+    for needle in needles:
+        clauses.append("(m.content LIKE %s ESCAPE '\\' OR m.tool_calls LIKE %s ESCAPE '\\')")
+        params += [_like(needle), _like(needle)]
+    return clauses, params
+
+
+def run_fts(route: Route, filters: Filters, limit: int, offset: int) -> list[tuple[int, float]]:
+    t = table(route.index)
+    where, params = _filters(filters)
+    likes, like_params = _like_clauses(route.like)
+    clauses = [f"{t} MATCH %s", *where, *likes]
+    sql = (
+        f"SELECT m.id, bm25({t}) AS score FROM {t} "
+        f"JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
+        f"WHERE {' AND '.join(clauses)} ORDER BY score, m.id LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [route.expression, *params, *like_params, limit, offset])
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def run_scan(
+    needles: tuple[str, ...],
+    filters: Filters,
+    limit: int,
+    offset: int,
+    *,
+    rolled_back: bool = False,
+) -> list[tuple[int, None]]:
+    """LIKE over at most ``filters.scan_rows`` of the newest rows (a session's rows when one is
+    given): the answer of last resort, bounded so it cannot become a full-table scan."""
+    where, params = _filters(filters)
+    state = "(NOT m.active AND NOT m.compressed)" if rolled_back else "(m.active OR m.compressed)"
+    likes, like_params = _like_clauses(needles)
+    bound: list[str] = []
+    bound_params: list = []
+    if filters.session_id is None:
+        bound.append(f"m.id > (SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}) - %s")
+        bound_params.append(filters.scan_rows)
+    clauses = [state, *bound, *where, *likes]
+    sql = (
+        f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
+        f"ORDER BY m.id DESC LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*bound_params, *params, *like_params, limit, offset])
+        return [(row[0], None) for row in cursor.fetchall()]

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from django import forms
+
+from search.query import MAX_QUERY_CHARS
+from sessions_app.models import Message
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(label="Search", max_length=MAX_QUERY_CHARS, strip=False)
+    session = forms.UUIDField(required=False, label="Session id")
+    role = forms.ChoiceField(required=False, choices=[("", "any role"), *Message.Role.choices])
+    kind = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "any kind"),
+            ("live", "live"),
+            ("summary", "summary"),
+            ("archived", "archived"),
+        ],
+    )
+    since = forms.DateTimeField(
+        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+    until = forms.DateTimeField(
+        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+    include_rolled_back = forms.BooleanField(required=False, label="include rolled-back rows")
+    window = forms.IntegerField(required=False, min_value=0, max_value=20, initial=2)
+    page = forms.IntegerField(required=False, min_value=1, max_value=500, initial=1)
+
+    def clean_q(self) -> str:
+        value = self.cleaned_data["q"]
+        if not value.strip():
+            raise forms.ValidationError("Type at least one word or character.")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            raise forms.ValidationError("'since' must be earlier than 'until'.")
+        return data

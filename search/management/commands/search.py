@@ -1,0 +1,86 @@
+"""``manage.py search QUERY``: recall from the command line, across every channel."""
+
+from __future__ import annotations
+
+import json
+import re
+from uuid import UUID
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from search.service import Filters, InvalidQuery, search
+
+MARK = re.compile(r"</?mark>")
+
+
+def _plain(html: str, style) -> str:
+    from html import unescape
+
+    parts = re.split(r"(<mark>.*?</mark>)", html)
+    return "".join(
+        style(unescape(MARK.sub("", p))) if p.startswith("<mark>") else unescape(p) for p in parts
+    )
+
+
+class Command(BaseCommand):
+    help = "Search every live, summary and archived message (no LLM involved)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("query", nargs="+", help='Words, "a phrase", prefix*.')
+        parser.add_argument("--session", type=UUID)
+        parser.add_argument("--role", choices=["system", "user", "assistant", "tool"])
+        parser.add_argument("--kind", choices=["live", "summary", "archived"])
+        parser.add_argument("--limit", type=int, default=10)
+        parser.add_argument("--window", type=int, default=0)
+        parser.add_argument(
+            "--include-rolled-back", action="store_true", help="Also scan rolled-back rows."
+        )
+        parser.add_argument("--json", action="store_true", help="Print the API's JSON shape.")
+
+    def handle(self, *args, **options) -> None:
+        filters = Filters(
+            session_id=options["session"],
+            role=options["role"],
+            kind=options["kind"],
+            include_rolled_back=options["include_rolled_back"],
+        )
+        if not 1 <= options["limit"] <= 100:
+            raise CommandError("--limit must be between 1 and 100.")
+        if not 0 <= options["window"] <= 20:
+            raise CommandError("--window must be between 0 and 20.")
+        try:
+            result = search(
+                " ".join(options["query"]),
+                filters,
+                limit=options["limit"],
+                window=options["window"],
+            )
+        except InvalidQuery as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            from search.api import serialize
+
+            self.stdout.write(
+                json.dumps(
+                    serialize(result, options["limit"], 0),
+                    default=str,
+                    ensure_ascii=False,
+                    indent=2,
+                )
+            )
+            return
+        self.stdout.write(
+            f"{len(result.hits)} hit(s) from the {result.index or 'no'} index"
+            f" (tried {' → '.join(result.tried)})"
+        )
+        for hit in result.hits:
+            m = hit.message
+            flag = " [rolled back]" if hit.rolled_back else ""
+            self.stdout.write(
+                f"\n{hit.session.pk} #{m.position}/{hit.start.of} {m.role} {m.kind}{flag} "
+                f"{m.created_at:%Y-%m-%d %H:%M}"
+            )
+            self.stdout.write("  " + _plain(hit.excerpt_html, self.style.WARNING))
+            for row in hit.window:
+                if not row.is_hit:
+                    self.stdout.write(f"    #{row.position} {row.role}: {row.lead[:100]}")

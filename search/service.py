@@ -1,0 +1,124 @@
+"""Recall: parse, route, fall back, assemble three-layer hits. No LLM anywhere (SPEC R5)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, connection
+
+from search import results
+from search.filters import Filters
+from search.query import InvalidQuery, ParsedQuery, Route, parse
+from search.text import search_text
+from sessions_app.models import Message, Session
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Filters", "Hit", "InvalidQuery", "SearchResult", "search"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    message: Message
+    session: Session
+    score: float | None
+    excerpt_html: str
+    window: list[results.WindowRow]
+    start: results.Bookmark
+    end: results.Bookmark
+    rolled_back: bool = False
+
+
+@dataclass
+class SearchResult:
+    query: ParsedQuery
+    index: str | None
+    tried: list[str] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    has_more: bool = False
+
+
+def _backend():
+    if connection.vendor == "sqlite":
+        from search.backends import sqlite
+
+        return sqlite
+    raise NotImplementedError(f"search has no backend for {connection.vendor} yet")
+
+
+def _run(route: Route, filters: Filters, limit: int, offset: int) -> list[tuple[int, float | None]]:
+    backend = _backend()
+    if route.index == "scan":
+        return backend.run_scan(route.like, filters, limit, offset)
+    try:
+        return backend.run_fts(route, filters, limit, offset)
+    except DatabaseError:
+        # Quoting makes this unreachable for user text; if FTS5 still objects, fall back rather
+        # than fail the request.
+        logger.exception("FTS5 rejected %r on %s; falling back", route.expression, route.index)
+        return []
+
+
+def search(
+    text: str,
+    filters: Filters | None = None,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    window: int = 2,
+) -> SearchResult:
+    """Raises InvalidQuery for an empty or oversized query; otherwise always answers."""
+    filters = filters or Filters()
+    parsed = parse(text)
+    result = SearchResult(query=parsed, index=None)
+    found: list[tuple[int, float | None]] = []
+    for route in parsed.routes:
+        result.tried.append(route.index)
+        found = _run(route, filters, limit + 1, offset)
+        if found or (offset and _run(route, filters, 1, 0)):
+            result.index = route.index
+            break
+    rolled: list[tuple[int, float | None]] = []
+    if filters.include_rolled_back and parsed.terms:
+        rolled = _backend().run_scan(
+            tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
+        )
+    result.has_more = len(found) > limit or len(rolled) > limit
+    ordered = [(pk, score, False) for pk, score in found[:limit]]
+    ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
+    result.hits = _hits(ordered, parsed, window, filters.include_rolled_back)
+    return result
+
+
+def _hits(
+    ordered: list[tuple[int, float | None, bool]],
+    parsed: ParsedQuery,
+    window: int,
+    include_rolled_back: bool,
+) -> list[Hit]:
+    if not ordered:
+        return []
+    by_id = Message.objects.select_related("session__channel").in_bulk([pk for pk, _, _ in ordered])
+    hits = []
+    for pk, score, rolled_back in ordered:
+        message = by_id.get(pk)
+        if message is None:
+            continue
+        rows = results.window(message, window, include_rolled_back)
+        start, end = results.bookmarks(rows, message.session.total_messages)
+        hits.append(
+            Hit(
+                message=message,
+                session=message.session,
+                score=score,
+                excerpt_html=results.excerpt_html(
+                    search_text(message.content, message.tool_calls), parsed.needles
+                ),
+                window=results.window_rows(rows, message),
+                start=start,
+                end=end,
+                rolled_back=rolled_back,
+            )
+        )
+    return hits

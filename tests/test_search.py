@@ -1,0 +1,379 @@
+"""Recall through the API: planted facts survive archiving and summarising; rolled-back ones leave
+the index; every query is safe; excerpts never become markup."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+
+from search import fts
+from search.service import Filters, search
+from sessions_app import services
+from sessions_app.models import Message, Session
+
+FACTS = [
+    "We deploy with kubernetes on Fridays.",  # 0 English word
+    "Le café est fermé le lundi.",  # 1 diacritics
+    "缓存失效了",  # 2 Chinese: 缓存 / 失效
+    "数据库迁移失败，请检查日志",  # noqa: RUF001 - 3 Chinese, with its own comma
+    "帮我用Django写代码吧",  # 4 Latin glued to CJK
+    "Call get_user_by_email_address() before saving.",  # 5 code identifier
+    "Edit /etc/nginx/sites-enabled/hermes.conf and reload.",  # 6 path
+    "Escalate to ops-team@example.com if it fails.",  # 7 e-mail
+    "The feature-flag-rollout starts at 100% on Monday.",  # 8 hyphens and %
+    'He typed NOT "AND" (x OR y) into the box.',  # 9 FTS5 syntax as text
+    "本番環境にデプロイしました",  # 10 Japanese
+    "배포가 완료되었습니다",  # 11 Korean
+    "Go is the language of the sidecar.",  # 12 two-letter word
+]
+
+
+def _summary(session: Session, text: str, covers: list[Message]) -> Message:
+    row = services.append_messages(session, [{"role": "assistant", "content": text}]).messages[0]
+    Message.objects.filter(pk=row.pk).update(
+        is_summary=True,
+        covers_from_position=covers[0].position,
+        covers_to_position=covers[-1].position,
+    )
+    # The archive step of a compression: one bulk UPDATE over the replaced originals.
+    Message.objects.filter(pk__in=[m.pk for m in covers]).update(
+        active=False, compressed=True, archive_reason="compression", summarized_by=row
+    )
+    return row
+
+
+@pytest.fixture
+def planted(gateway):
+    """A session whose facts are archived under a summary, plus a rolled-back fact."""
+    sid = gateway.open(system_prompt="You are helpful.", title="planted")["id"]
+    session = Session.objects.get(pk=sid)
+    messages = []
+    for n, fact in enumerate(FACTS):
+        messages.append({"role": "user", "content": fact})
+        messages.append({"role": "assistant", "content": f"Noted, item {n}."})
+    response = gateway.post(f"/sessions/{sid}/messages", {"messages": messages})
+    assert response.status_code == 201
+    originals = list(Message.objects.filter(session=session, position__gte=1).order_by("position"))
+    _summary(session, "Summary: the team talked about zeppelin maintenance.", originals)
+    tail = [
+        {"role": "user", "content": "A rolled back note about zanzibar."},
+        {"role": "assistant", "content": "Tail answer about the quokka."},
+    ]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": tail})
+    gateway.post(f"/sessions/{sid}/rollback", {"count": 2})
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "Final live question about the quokka."}]},
+    )
+    return sid
+
+
+def found(gateway, q: str, **params) -> dict:
+    response = gateway.get("/search", q=q, **params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def contents(body: dict) -> list[str]:
+    ids = [hit["message"]["id"] for hit in body["hits"]]
+    by_id = Message.objects.in_bulk(ids)
+    return [by_id[i].content for i in ids]
+
+
+@pytest.mark.parametrize(
+    ("query", "fact", "index"),
+    [
+        ("kubernetes", 0, "words"),
+        ("KUBERNETES", 0, "words"),
+        ("kube*", 0, "words"),
+        ("cafe", 1, "words"),
+        ("fermé", 1, "words"),
+        ("缓", 2, "bigram"),
+        ("缓存", 2, "bigram"),
+        ("失效", 2, "bigram"),
+        ("缓存失效", 2, "bigram"),
+        ("迁移失败", 3, "bigram"),
+        ("数据库迁移", 3, "bigram"),
+        ("数据库迁移失败", 3, "bigram"),
+        ("败", 3, "bigram"),
+        ("Django", 4, "words"),
+        ("写代码", 4, "bigram"),
+        ("代码", 4, "bigram"),
+        ("用Django写", 4, "bigram"),
+        ("用Django写代码", 4, "bigram"),
+        ("get_user_by_email_address", 5, "words"),
+        ("user_by_ema", 5, "trigram"),
+        ("/etc/nginx/sites-enabled/hermes.conf", 6, "words"),
+        ("sites-enab", 6, "trigram"),
+        ("ops-team@example.com", 7, "words"),
+        ("feature-flag-rollout", 8, "words"),
+        ("100%", 8, "words"),
+        ('NOT "AND" (x OR y)', 9, "words"),
+        ("本番環境", 10, "bigram"),
+        ("배포", 11, "bigram"),
+        ("Go", 12, "words"),
+    ],
+)
+def test_a_planted_fact_is_found_after_archiving(gateway, planted, query, fact, index):
+    body = found(gateway, query)
+    assert FACTS[fact] in contents(body), body
+    assert body["index"] == index
+    kinds = {
+        text: h["message"]["kind"] for text, h in zip(contents(body), body["hits"], strict=False)
+    }
+    assert kinds[FACTS[fact]] == "archived"
+
+
+def test_a_word_in_a_summary_is_found_like_any_other(gateway, planted):
+    body = found(gateway, "zeppelin")
+    assert [h["message"]["kind"] for h in body["hits"]] == ["summary"]
+    assert body["hits"][0]["message"]["is_summary"] is True
+
+
+def test_rolled_back_rows_are_not_found_by_gateways(gateway, planted):
+    assert found(gateway, "zanzibar")["hits"] == []
+    # The live question is found, the rolled-back answer with the same word is not.
+    kinds = [h["message"]["kind"] for h in found(gateway, "quokka")["hits"]]
+    assert kinds == ["live"]
+
+
+def test_operators_can_opt_in_to_rolled_back_rows(planted):
+    result = search("zanzibar", Filters(include_rolled_back=True))
+    assert [h.rolled_back for h in result.hits] == [True]
+    assert result.hits[0].message.kind == "rolled_back"
+
+
+def test_a_two_character_query_with_no_index_hit_ends_in_a_bounded_scan(gateway, planted):
+    # "%" has no word characters: no index can take it, the scan still answers.
+    body = found(gateway, "%")
+    assert body["index"] == "scan"
+    assert FACTS[8] in contents(body)
+    assert body["tried"] == ["scan"]
+
+
+def test_the_fallback_order_is_recorded(gateway, planted):
+    body = found(gateway, "user_by_ema")
+    assert body["tried"] == ["words", "trigram"]
+
+
+def test_filters_narrow_the_hits(gateway, planted):
+    sid = planted
+    assert found(gateway, "quokka", kind="archived")["hits"] == []
+    assert len(found(gateway, "kubernetes", role="user")["hits"]) == 1
+    assert found(gateway, "kubernetes", role="assistant")["hits"] == []
+    assert len(found(gateway, "kubernetes", session=sid)["hits"]) == 1
+    other = gateway.open(title="other")["id"]
+    assert found(gateway, "kubernetes", session=other)["hits"] == []
+    assert found(gateway, "kubernetes", since="2999-01-01T00:00:00Z")["hits"] == []
+    assert len(found(gateway, "kubernetes", until="2999-01-01T00:00:00Z")["hits"]) == 1
+
+
+def test_another_channels_key_finds_nothing(make_gateway, planted, gateway):
+    stranger = make_gateway("stranger")
+    assert stranger.get("/search", q="kubernetes").json()["hits"] == []
+    assert stranger.get("/search", q="kubernetes", session=planted).json()["hits"] == []
+
+
+def test_a_hit_has_an_excerpt_a_window_and_bookmarks(gateway, planted):
+    body = found(gateway, "kubernetes", window=2)
+    (hit,) = body["hits"]
+    assert "<mark>kubernetes</mark>" in hit["excerpt_html"]
+    positions = [row["position"] for row in hit["window"]]
+    hit_position = hit["message"]["position"]
+    assert positions == [hit_position - 1, hit_position, hit_position + 1, hit_position + 2]
+    assert [row["is_hit"] for row in hit["window"]] == [False, True, False, False]
+    assert {row["kind"] for row in hit["window"]} == {"live", "archived"}
+    start, end = hit["bookmarks"]["start"], hit["bookmarks"]["end"]
+    assert (start["position"], end["position"]) == (positions[0], positions[-1])
+    session = Session.objects.get(pk=planted)
+    assert start["of"] == session.total_messages
+    assert start["role"] == "system" and start["lead"] == "You are helpful."
+
+
+def test_summaries_and_originals_are_scored_alike(gateway):
+    sid = gateway.open()["id"]
+    session = Session.objects.get(pk=sid)
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "identical words about walrus"}]},
+    )
+    original = Message.objects.get(session=session, content__contains="walrus")
+    _summary(session, "identical words about walrus", [original])
+    scores = {h["message"]["kind"]: h["score"] for h in found(gateway, "walrus")["hits"]}
+    assert scores.keys() == {"summary", "archived"}
+    assert scores["summary"] == pytest.approx(scores["archived"])
+
+
+# --- Index maintenance ----------------------------------------------------------------------
+
+
+def _index_counts() -> tuple[dict[str, int], int]:
+    with connection.cursor() as cursor:
+        return fts.index_counts(cursor), fts.indexed_count(cursor)
+
+
+def test_bulk_archiving_thousands_of_rows_keeps_every_row_findable(gateway):
+    sid = gateway.open()["id"]
+    session = Session.objects.get(pk=sid)
+    batch = [{"role": "user", "content": f"needle-{n} 内容{n}"} for n in range(1000)]
+    for _ in range(3):
+        services.append_messages(session, batch)
+    Message.objects.filter(session=session).update(active=False, compressed=True)
+    counts, expected = _index_counts()
+    assert expected == 3000
+    assert set(counts.values()) == {3000}
+    assert len(found(gateway, "needle-999", limit=100)["hits"]) == 3
+
+
+def test_rolling_back_removes_rows_from_every_index(gateway, planted):
+    counts, expected = _index_counts()
+    assert set(counts.values()) == {expected}
+    assert Message.objects.filter(active=False, compressed=False).count() == 2
+
+
+def test_editing_a_rows_text_reindexes_it(gateway, planted):
+    row = Message.objects.get(content=FACTS[0])
+    Message.objects.filter(pk=row.pk).update(content="We deploy with nomad now.")
+    assert found(gateway, "kubernetes")["hits"] == []
+    assert found(gateway, "nomad")["hits"][0]["message"]["id"] == row.pk
+    counts, expected = _index_counts()
+    assert set(counts.values()) == {expected}
+
+
+def test_tool_call_arguments_are_searchable(gateway):
+    sid = gateway.open()["id"]
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {
+                                "name": "read_file",
+                                "arguments": '{"path": "/srv/app/settings_prod.py"}',
+                            },
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "DEBUG = False"},
+            ]
+        },
+    )
+    body = found(gateway, "settings_prod.py")
+    assert [h["message"]["role"] for h in body["hits"]] == ["assistant"]
+    assert "<mark>settings_prod.py</mark>" in body["hits"][0]["excerpt_html"]
+
+
+# --- Bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"q": ""}, "empty"),
+        ({"q": "   "}, "empty"),
+        ({"q": "\t\n"}, "empty"),
+        ({"q": "x" * 10_000}, "limit is 1,000"),
+        ({"q": "a", "kind": "rolled_back"}, "kind"),
+        ({"q": "a", "session": "not-a-uuid"}, "session"),
+        ({"q": "a", "role": "wizard"}, "role"),
+        ({"q": "a", "limit": 0}, "limit"),
+        ({"q": "a", "since": "yesterday"}, "since"),
+        ({"q": "a", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}, "since"),
+        ({}, "q"),
+    ],
+)
+def test_bad_search_input_is_a_clear_422(gateway, params, fragment):
+    response = gateway.client.get(
+        "/api/v1/search", params, HTTP_AUTHORIZATION=f"Bearer {gateway.key}"
+    )
+    assert response.status_code == 422, response.content
+    assert fragment in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        '"unbalanced',
+        'a"b"c"',
+        "!!!",
+        "***",
+        "*",
+        "-",
+        ":",
+        "^",
+        "()",
+        "NEAR(a b)",
+        "a AND",
+        "OR",
+        "x\x00y\x07z",
+        '""',
+        "'",
+        "\\",
+        "%_%",
+        "a:b c^d",
+        "😀",
+        "NOT",
+    ],
+)
+def test_odd_queries_answer_200(gateway, planted, q):
+    response = gateway.get("/search", q=q)
+    assert response.status_code == 200, (q, response.content)
+
+
+# --- XSS ---------------------------------------------------------------------------------------
+
+HOSTILE = [
+    "<script>alert('xss-probe')</script>",
+    '<img src=x onerror="alert(1)"> xss-probe',
+    '<a href="javascript:alert(1)">xss-probe</a>',
+    "a literal <mark>xss-probe</mark> tag",
+]
+
+
+def only_mark_tags(html: str) -> bool:
+    return all(tag in ("<mark>", "</mark>") for tag in re.findall(r"<[^>]*>", html))
+
+
+def test_hostile_content_is_inert_in_api_excerpts(gateway):
+    sid = gateway.open()["id"]
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": text} for text in HOSTILE]},
+    )
+    body = found(gateway, "xss-probe")
+    assert len(body["hits"]) == len(HOSTILE)
+    for hit in body["hits"]:
+        assert only_mark_tags(hit["excerpt_html"]), hit["excerpt_html"]
+        assert "<mark>xss-probe</mark>" in hit["excerpt_html"]
+    joined = " ".join(h["excerpt_html"] for h in body["hits"])
+    assert "&lt;script&gt;" in joined and "&lt;mark&gt;" in joined
+
+
+def test_hostile_content_is_inert_on_the_search_page(gateway, admin_client):
+    sid = gateway.open()["id"]
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": text} for text in HOSTILE]},
+    )
+    page = admin_client.get("/console/search/", {"q": "xss-probe"}).content.decode()
+    assert "<script>alert" not in page
+    assert "<img src=x" not in page
+    assert 'href="javascript:' not in page
+    assert "&lt;script&gt;alert(&#x27;xss-probe&#x27;)&lt;/script&gt;" in page
+    assert "a literal &lt;mark&gt;<mark>xss-probe</mark>&lt;/mark&gt; tag" in page
+
+
+def test_the_search_page_needs_staff_and_shows_errors(client, admin_client, db):
+    assert client.get("/console/search/", {"q": "x"}).status_code == 302
+    response = admin_client.get("/console/search/", {"q": "x", "kind": "bogus"})
+    assert response.status_code == 400
+    assert "Select a valid choice" in response.content.decode()
+    assert admin_client.get("/console/search/").status_code == 200
