@@ -33,7 +33,7 @@ class TurnIn(Schema):
 
 
 @router.post("/sessions/{session_id}/compress", response={200: dict, **ERRORS})
-def compress(request: HttpRequest, session_id: str, payload: CompressIn):
+def compress(request: HttpRequest, session_id: str, payload: CompressIn | None = None):
     """Manual compression (bypasses cooldown and anti-thrash). Not implemented yet: 501."""
     get_session_for_channel(request.auth, session_id)
     return Status(501, {"detail": "Compression is not implemented yet in this version."})

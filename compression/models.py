@@ -83,7 +83,10 @@ class ModelThresholdOverride(models.Model):
         help_text="Fraction of (context window - output reserve) at which to compress.",
     )
     threshold_tokens = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Optional absolute cap: min(ratio result, cap)."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1000)],
+        help_text="Optional absolute cap in tokens: min(ratio result, cap).",
     )
     enabled = models.BooleanField(default=True)
     note = models.CharField(max_length=300, blank=True)
@@ -95,6 +98,11 @@ class ModelThresholdOverride(models.Model):
             models.CheckConstraint(
                 condition=models.Q(ratio__gt=0) & models.Q(ratio__lte=1),
                 name="override_ratio_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(threshold_tokens__isnull=True)
+                | models.Q(threshold_tokens__gte=1000),
+                name="override_cap_at_least_1000",
             ),
         ]
 

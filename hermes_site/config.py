@@ -9,9 +9,12 @@ value stops start-up with a message naming the key and what is allowed.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -23,12 +26,15 @@ from pydantic import (
     model_validator,
 )
 
+logger = logging.getLogger(__name__)
+
 CONFIG_ENV_VAR = "HERMES_CONFIG"
 DEFAULT_CONFIG_FILENAME = "hermes.yaml"
 
 Ratio = Annotated[float, Field(gt=0, le=1)]
 Seconds = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(ge=1)]
+CapTokens = Annotated[int, Field(ge=1000)]  # a smaller cap would compress on every check
 
 
 class ConfigError(Exception):
@@ -36,14 +42,14 @@ class ConfigError(Exception):
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class ModelThreshold(_Block):
     """Long form of a ``model_thresholds`` entry: a ratio and/or an absolute cap."""
 
     ratio: Ratio | None = None
-    threshold_tokens: PositiveInt | None = None
+    threshold_tokens: CapTokens | None = None
 
     @model_validator(mode="after")
     def _one_of(self) -> ModelThreshold:
@@ -58,7 +64,7 @@ class CompressionConfig(_Block):
     # Thresholds (T1, T8)
     enabled: bool = True
     threshold: Ratio = 0.50
-    threshold_tokens: PositiveInt | None = None
+    threshold_tokens: CapTokens | None = None
     threshold_floor_tokens: PositiveInt = 64_000
     small_window_limit_tokens: PositiveInt = 512_000
     small_window_threshold: Ratio = 0.75
@@ -234,6 +240,15 @@ class ServerConfig(_Block):
     def _list_to_tuple(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
 
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("not a time zone name like 'UTC' or 'Europe/Berlin'") from None
+        return value
+
 
 class HermesConfig(_Block):
     model: ChatModelConfig = Field(default_factory=ChatModelConfig)
@@ -270,14 +285,37 @@ def _schema_keys() -> dict[str, list[str]]:
     return keys
 
 
+def _foreign_sections(data: dict, source: str) -> dict:
+    """Drop the sections a Hermes Agent config has and this service does not use (``terminal``,
+    ``toolsets``, ``auxiliary.vision``...), so the same file serves both. A key that looks like a
+    misspelling of one of ours is kept, and so refused by the schema with its name."""
+
+    def split(block: dict, ours: list[str], where: str) -> dict:
+        kept = {}
+        for key, value in block.items():
+            close = difflib.get_close_matches(str(key), ours, n=1, cutoff=0.75)
+            if key in ours or close:
+                kept[key] = value
+            else:
+                logger.info("%s: ignoring section %s%s (not used here)", source, where, key)
+        return kept
+
+    data = split(data, list(HermesConfig.model_fields), "")
+    auxiliary = data.get("auxiliary")
+    if isinstance(auxiliary, dict):
+        kept = split(auxiliary, list(AuxiliaryConfig.model_fields), "auxiliary.")
+        data = {**data, "auxiliary": kept}
+    return data
+
+
 def parse_config(data: Any, source: str = "<config>") -> HermesConfig:
     """Validate already-parsed YAML data; raise ConfigError naming every bad key."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: the file must hold a mapping of sections, not {type(data).__name__}"
-        )
+        kind = type(data).__name__
+        raise ConfigError(f"{source}: the file must hold a mapping of sections, not {kind}")
+    data = _foreign_sections(data, source)
     try:
         return HermesConfig.model_validate(data)
     except ValidationError as exc:

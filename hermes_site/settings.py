@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
+import time
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -11,9 +13,12 @@ from django.core.exceptions import ImproperlyConfigured
 from hermes_site.config import ConfigError, config_path, load_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+TESTING = "pytest" in sys.modules
 
 try:
-    HERMES_CONFIG_PATH = config_path(BASE_DIR)
+    # Tests start from the documented defaults, whatever hermes.yaml a developer keeps locally;
+    # they change the configuration per test through settings.HERMES.
+    HERMES_CONFIG_PATH = None if TESTING else config_path(BASE_DIR)
     HERMES = load_config(HERMES_CONFIG_PATH)
 except ConfigError as exc:
     # Stop start-up with the schema's message, not a traceback through settings.
@@ -23,7 +28,6 @@ _server = HERMES.server
 DATA_DIR = Path(_server.data_dir)
 if not DATA_DIR.is_absolute():
     DATA_DIR = BASE_DIR / DATA_DIR
-TESTING = "pytest" in sys.modules
 
 
 def _secret_key() -> str:
@@ -34,10 +38,21 @@ def _secret_key() -> str:
         return "test-only-secret-key-not-for-production-" + "x" * 20
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     key_file = DATA_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50), encoding="ascii")
-        key_file.chmod(0o600)
-    return key_file.read_text(encoding="ascii").strip()
+    try:
+        # Created private and exclusively: never readable by others, and when two processes start
+        # at once for the first time, one writes and both read the same key.
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    for _ in range(50):
+        key = key_file.read_text(encoding="ascii").strip()
+        if key:
+            return key
+        time.sleep(0.02)  # the other process is between create and write
+    raise ImproperlyConfigured(f"{key_file} is empty; delete it to generate a new key.")
 
 
 SECRET_KEY = _secret_key()
@@ -63,6 +78,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "hermes_site.middleware.ApiBodyLimit",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -118,3 +118,13 @@ def test_the_console_requires_a_staff_login(db):
     response = Client().get(reverse("admin:sessions_app_session_changelist"))
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_a_threshold_cap_below_1000_tokens_is_refused(staff):
+    response = staff.post(
+        reverse("admin:compression_modelthresholdoverride_add"),
+        {"pattern": "glm", "ratio": "0.5", "threshold_tokens": "0", "enabled": "on"},
+    )
+    assert response.status_code == 200
+    assert "greater than or equal to 1000" in response.content.decode()
+    assert not ModelThresholdOverride.objects.exists()

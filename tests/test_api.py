@@ -149,6 +149,7 @@ def test_compress_and_turn_routes_exist_and_answer_501_until_built(gateway, open
     sid = opened["id"]
     for path, body in (
         (f"/sessions/{sid}/compress", {"focus": "db"}),
+        (f"/sessions/{sid}/compress", None),
         (f"/sessions/{sid}/turn", {"content": "hi"}),
     ):
         response = gateway.post(path, body)
@@ -371,3 +372,46 @@ def test_a_database_busy_past_the_timeout_is_503_with_retry_after(gateway, opene
     assert response.status_code == 503
     assert response["Retry-After"] == "1"
     assert "Retry" in response.json()["detail"]
+
+
+def test_unknown_message_fields_and_content_parts_survive_the_api(gateway, opened):
+    sid = opened["id"]
+    image = {"type": "image_url", "image_url": {"url": "http://127.0.0.1/cat.png", "detail": "low"}}
+    sent = [
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"}, image]},
+        {
+            "role": "assistant",
+            "content": "A cat.",
+            "reasoning_content": "whiskers",
+            "refusal": None,
+        },
+    ]
+    response = gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": sent, "usage": {"input_tokens": 321, "output_tokens": 7}},
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["session"]["usage"]["last_prompt_tokens"] == 321
+    context = gateway.get(f"/sessions/{sid}/context").json()["messages"]
+    assert context[1:] == sent
+
+
+def test_huge_integers_are_422_not_500(gateway, opened):
+    sid = opened["id"]
+    response = gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "x"}], "usage": {"prompt_tokens": 2**70}},
+    )
+    assert response.status_code == 422
+    assert gateway.get("/sessions", offset=10**24).status_code == 422
+    assert gateway.get(f"/sessions/{sid}/messages", after=10**24).status_code == 422
+
+
+def test_a_body_over_the_request_limit_is_a_json_400(gateway, opened, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    response = gateway.post(
+        f"/sessions/{opened['id']}/messages",
+        {"messages": [{"role": "user", "content": "x" * 4000}]},
+    )
+    assert response.status_code in (400, 413)
+    assert "max_request_bytes" in response.json()["detail"]

@@ -209,3 +209,35 @@ def test_the_example_file_holds_every_key_at_its_default():
         return out
 
     assert missing(HermesConfig, data, "") == []
+
+
+def test_a_whole_hermes_agent_config_loads_ignoring_sections_this_service_does_not_use():
+    config = parse_config(
+        {
+            "model": {"default": "glm-5.2"},
+            "terminal": {"backend": "local"},
+            "toolsets": ["web", "file"],
+            "auxiliary": {"vision": {"model": "x"}, "compression": {"model": "s"}},
+            "compression": {"threshold": 0.4},
+        }
+    )
+    assert config.model.default == "glm-5.2"
+    assert config.auxiliary.compression.model == "s"
+    assert config.compression.threshold == 0.4
+
+
+def test_a_misspelt_section_is_still_refused():
+    assert "auxilary: unknown key" in _error({"auxilary": {}})
+    assert "compresion: unknown key" in _error({"compresion": {}})
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"server": {"sqlite_busy_timeout_seconds": float("inf")}}, "sqlite_busy_timeout_seconds"),
+        ({"compression": {"failure_cooldown_seconds": float("nan")}}, "failure_cooldown_seconds"),
+        ({"server": {"time_zone": "Mars/Olympus"}}, "server.time_zone"),
+    ],
+)
+def test_infinite_numbers_and_unknown_time_zones_are_refused(data, key):
+    assert key in _error(data)

@@ -98,7 +98,7 @@ def test_counters_stay_exact_after_every_service_call(session):
     assert_counters_exact(session)
     services.append_messages(session, turn(2), usage={"prompt_tokens": 1234})
     assert_counters_exact(session)
-    services.rollback_messages(session, 2, reason="regenerate")
+    services.rollback_messages(session, 1, reason="regenerate")
     assert_counters_exact(session)
     services.append_messages(session, [{"role": "assistant", "content": "second try"}])
     assert_counters_exact(session)
@@ -245,3 +245,74 @@ def test_kind_filters_partition_the_rows(session):
     assert by_kind["rolled_back"] == {8}
     assert by_kind["live"] == {0, 3, 4, 5, 6, 7}
     assert sum(len(v) for v in by_kind.values()) == session.messages.count()
+
+
+def test_rollback_never_splits_a_tool_call_from_its_results(session):
+    services.append_messages(session, turn(1))
+    with pytest.raises(StateConflict, match="roll back 3 to include the call"):
+        services.rollback_messages(session, 2)
+    assert session.messages.filter(active=True).count() == 5
+    rolled = services.rollback_messages(session, 3)
+    assert [m.role for m in rolled] == ["assistant", "tool", "assistant"]
+    context = services.live_context(session)
+    assert [m["role"] for m in context] == ["system", "user"]
+
+
+def test_a_tool_result_must_answer_a_pending_call(session):
+    services.append_messages(session, turn(1)[:2])  # user, assistant calling call_1
+    with pytest.raises(InvalidInput, match=r"answers no pending tool call.*pending: call_1"):
+        services.append_messages(
+            session, [{"role": "tool", "tool_call_id": "nope", "content": "x"}]
+        )
+    services.append_messages(session, [{"role": "tool", "tool_call_id": "call_1", "content": "ok"}])
+    with pytest.raises(InvalidInput, match="pending: none"):
+        services.append_messages(
+            session, [{"role": "tool", "tool_call_id": "call_1", "content": "again"}]
+        )
+    assert_counters_exact(session)
+
+
+def test_a_result_after_another_message_is_an_orphan(session):
+    with pytest.raises(InvalidInput, match=r"messages\[3\]"):
+        services.append_messages(
+            session, [*turn(1)[:2], {"role": "user", "content": "hm"}, turn(1)[2]]
+        )
+
+
+def test_tool_calls_get_the_defaults_a_model_expects(session):
+    services.append_messages(
+        session,
+        [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c9", "function": {"name": "ls"}}],
+            },
+            {"role": "tool", "tool_call_id": "c9", "content": "."},
+        ],
+    )
+    call = services.live_context(session)[2]["tool_calls"][0]
+    assert call == {"id": "c9", "type": "function", "function": {"arguments": "", "name": "ls"}}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "\ud800"}}],
+        },
+        {"role": "user", "content": "ok", "reasoning_content": "bad \x00 nul"},
+        {"role": "user", "content": [{"type": "text", "text": "\udfff"}]},
+    ],
+)
+def test_unstorable_text_anywhere_in_a_message_is_refused(session, message):
+    with pytest.raises(InvalidInput):
+        services.append_messages(session, [message])
+
+
+def test_unstorable_session_fields_are_refused(channel):
+    with pytest.raises(InvalidInput, match="NUL"):
+        services.open_session(channel, title="a\x00b")

@@ -43,7 +43,7 @@ def open_session(request: HttpRequest, payload: SessionCreateIn):
 
 class SessionListQuery(Schema):
     limit: int = Field(50, ge=1, le=500)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000)
     external_id: str | None = None
 
 
@@ -66,7 +66,7 @@ def get_session(request: HttpRequest, session_id: str):
 def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
     """Append messages in order, all or nothing, optionally with the usage the model reported."""
     session = _session(request, session_id)
-    messages = [m.model_dump(exclude_unset=True, exclude_none=False) for m in payload.messages]
+    messages = [m.model_dump(exclude_unset=True) for m in payload.messages]
     usage = payload.usage.model_dump(exclude_none=True) if payload.usage else None
     result = services.append_messages(session, messages, usage=usage)
     return Status(
@@ -81,7 +81,7 @@ def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
 
 class MessageListQuery(Schema):
     kind: Literal["live", "summary", "archived", "rolled_back"] | None = None
-    after: int | None = Field(None, ge=-1, description="Return rows after this position.")
+    after: int | None = Field(None, ge=-1, le=2**31, description="Return rows after this position.")
     limit: int = Field(100, ge=1, le=1000)
 
 

@@ -7,11 +7,12 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from sessions_app.models import Message, Session
 
 MAX_BATCH = 1_000
+MAX_TOKENS = 2**40  # far above any context window; keeps integers inside SQL ranges
 
 
 class SessionCreateIn(Schema):
@@ -97,27 +98,29 @@ class SessionOut(Schema):
         }
 
 
-class FunctionCallIn(Schema):
+class FunctionCallIn(BaseModel):
     name: Annotated[str, Field(min_length=1, max_length=200)]
     arguments: str = Field("", description="JSON-encoded arguments, as the model produced them.")
     model_config = ConfigDict(extra="allow")
 
 
-class ToolCallIn(Schema):
+class ToolCallIn(BaseModel):
     id: Annotated[str, Field(min_length=1, max_length=200)]
     type: Literal["function"] = "function"
     function: FunctionCallIn
     model_config = ConfigDict(extra="allow")
 
 
-class ContentPartIn(Schema):
+class ContentPartIn(BaseModel):
     type: Annotated[str, Field(min_length=1, max_length=50)]
     text: str | None = None
     model_config = ConfigDict(extra="allow")
 
 
-class MessageIn(Schema):
-    """An OpenAI chat message. Unknown fields are kept and replayed in the context verbatim."""
+class MessageIn(BaseModel):
+    """An OpenAI chat message. Unknown fields are kept and replayed in the context verbatim.
+
+    (A plain pydantic model, not ninja's Schema, so that extra fields survive validation.)"""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[ContentPartIn] | None = None
@@ -127,14 +130,16 @@ class MessageIn(Schema):
     model_config = ConfigDict(extra="allow")
 
 
-class UsageIn(Schema):
-    prompt_tokens: Annotated[int, Field(ge=0)] | None = None
-    completion_tokens: Annotated[int, Field(ge=0)] | None = None
-    total_tokens: Annotated[int, Field(ge=0)] | None = None
+class UsageIn(BaseModel):
+    prompt_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
+    completion_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
+    total_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
+    input_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
+    output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
     model_config = ConfigDict(extra="allow")
 
 
-class AppendIn(Schema):
+class AppendIn(BaseModel):
     messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH)]
     usage: UsageIn | None = Field(None, description="Usage the model reported for the last call.")
     model_config = ConfigDict(extra="forbid")

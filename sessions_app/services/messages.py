@@ -11,45 +11,85 @@ from django.utils import timezone
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput, StateConflict
-from sessions_app.services.validation import KNOWN_FIELDS, validate_message
+from sessions_app.services.validation import (
+    KNOWN_FIELDS,
+    check_tool_pairing,
+    normalize_message,
+    validate_message,
+)
 
 MAX_ROLLBACK = 10_000
 
 
-def _row(session: Session, message: dict[str, Any], position: int) -> Message:
-    content = message.get("content")
-    parts = content if isinstance(content, list) else None
-    if parts is not None:
-        text = "\n".join(
-            p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+def build_rows(model: str, messages: list[dict[str, Any]]) -> list[Message]:
+    """Unsaved rows with their token counts. Done before any transaction so that tokenizing a big
+    batch never holds the database's write lock."""
+    rows = []
+    for message in messages:
+        content = message.get("content")
+        parts = content if isinstance(content, list) else None
+        if parts is not None:
+            text = "\n".join(
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        else:
+            text = content
+        extra = {k: v for k, v in message.items() if k not in KNOWN_FIELDS}
+        rows.append(
+            Message(
+                role=message["role"],
+                content=text,
+                content_parts=parts,
+                tool_calls=message.get("tool_calls") or None,
+                tool_call_id=message.get("tool_call_id") or None,
+                name=message.get("name") or None,
+                extra=extra or None,
+                token_count=tokens.count_message(message, model),
+            )
         )
-    else:
-        text = content
-    extra = {k: v for k, v in message.items() if k not in KNOWN_FIELDS}
-    return Message(
-        session=session,
-        position=position,
-        role=message["role"],
-        content=text,
-        content_parts=parts,
-        tool_calls=message.get("tool_calls") or None,
-        tool_call_id=message.get("tool_call_id") or None,
-        name=message.get("name") or None,
-        extra=extra or None,
-        token_count=tokens.count_message(message, session.model),
+    return rows
+
+
+def pending_tool_calls(session: Session) -> set[str]:
+    """Call ids of the live context's last assistant tool-call message that have no result yet."""
+    last = (
+        Message.objects.filter(session=session, active=True)
+        .exclude(role=Message.Role.TOOL)
+        .order_by("-position")
+        .only("position", "role", "tool_calls")
+        .first()
     )
+    if last is None or not last.tool_calls:
+        return set()
+    answered = Message.objects.filter(
+        session=session, active=True, role=Message.Role.TOOL, position__gt=last.position
+    ).values_list("tool_call_id", flat=True)
+    return {call["id"] for call in last.tool_calls} - set(answered)
 
 
-def insert_messages(session: Session, messages: list[dict[str, Any]]) -> list[Message]:
-    """Write already-validated messages at the end of ``session`` and bump its counters.
+def insert_messages(
+    session: Session, messages: list[dict[str, Any]], rows: list[Message] | None = None
+) -> list[Message]:
+    """Write validated messages at the end of ``session`` and bump its counters.
 
     Must run inside a transaction; takes the session's row lock first so positions and counters
     stay exact with concurrent writers (a no-op on SQLite, where BEGIN IMMEDIATE already holds the
-    database's write lock).
+    database's write lock). Tool results are checked against the calls they answer under that
+    lock, so two writers cannot both answer the same call.
     """
+    if rows is None:
+        rows = build_rows(session.model, messages)
     locked = Session.objects.select_for_update().get(pk=session.pk)
+    first_tool = next((m for m in messages if m.get("role") == Message.Role.TOOL), None)
+    first_call = next((m for m in messages if m.get("tool_calls")), None)
+    needs_context = first_tool is not None and (
+        first_call is None or messages.index(first_tool) < messages.index(first_call)
+    )
+    check_tool_pairing(messages, pending_tool_calls(locked) if needs_context else set())
     start = locked.next_position
-    rows = [_row(locked, m, start + i) for i, m in enumerate(messages)]
+    for i, row in enumerate(rows):
+        row.session = locked
+        row.position = start + i
     Message.objects.bulk_create(rows)
     if not all(row.pk for row in rows):  # backends without RETURNING: read the ids back
         ids = dict(
@@ -125,11 +165,13 @@ def append_messages(
     """Validate every message first, then write all or nothing."""
     if not messages:
         raise InvalidInput("messages must contain at least one message.")
+    messages = [normalize_message(m) for m in messages]
     for index, message in enumerate(messages):
         validate_message(message, index)
     prompt_tokens, completion_tokens = _usage_numbers(usage)
+    rows = build_rows(session.model, messages)
     with transaction.atomic():
-        rows = insert_messages(session, messages)
+        rows = insert_messages(session, messages, rows)
         if prompt_tokens is not None or completion_tokens is not None:
             Session.objects.filter(pk=session.pk).update(
                 last_prompt_tokens=prompt_tokens,
@@ -165,6 +207,29 @@ def rollback_messages(session: Session, count: int, *, reason: str = "undo") -> 
             if blocked is not None:
                 raise StateConflict(f"Rolling back {count} messages would reach {what}; {limit}.")
             raise StateConflict(f"The session has only {len(last)} live messages; {limit}.")
+        earliest = last[-1]
+        if earliest.role == Message.Role.TOOL:
+            caller = (
+                Message.objects.filter(session=locked, active=True, position__lt=earliest.position)
+                .exclude(role=Message.Role.TOOL)
+                .order_by("-position")
+                .first()
+            )
+            if caller is not None and caller.tool_calls:
+                wider = count + sum(
+                    1
+                    for _ in Message.objects.filter(
+                        session=locked,
+                        active=True,
+                        position__gte=caller.position,
+                        position__lt=earliest.position,
+                    ).only("pk")
+                )
+                raise StateConflict(
+                    f"Rolling back {count} message(s) would split the tool call at position "
+                    f"{caller.position} from its results; roll back {wider} to include the call, "
+                    "or fewer to keep every result."
+                )
         now = timezone.now()
         Message.objects.filter(pk__in=[m.pk for m in last]).update(
             active=False, rolled_back_at=now, rollback_reason=reason[:20]

@@ -15,7 +15,7 @@ from sessions_app.catalog import known_context_window
 from sessions_app.models import Channel, Message, Session
 from sessions_app.services.errors import InvalidInput, NotFound
 from sessions_app.services.messages import insert_messages
-from sessions_app.services.validation import validate_message
+from sessions_app.services.validation import check_text, validate_message
 
 
 def get_session_for_channel(channel: Channel | None, session_id: UUID | str) -> Session:
@@ -66,6 +66,7 @@ def open_session(
         raise InvalidInput("context_window must be at least 1024 tokens.")
     if system_prompt is not None:
         validate_message({"role": "system", "content": system_prompt})
+    check_text({"model": model, "title": title, "external_id": external_id}, "session")
     model = model or get_config().model.default
     with transaction.atomic():
         if external_id is not None:
