@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from search import fts
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+
+
+@pytest.fixture
+def session(db):
+    channel = create_channel("cli")[0]
+    session = services.open_session(channel, model="gpt-4", system_prompt="sys").session
+    services.append_messages(
+        session,
+        [
+            {"role": "user", "content": "where is the 缓存 config for nginx?"},
+            {"role": "assistant", "content": "In /etc/nginx/conf.d/cache.conf."},
+            {"role": "user", "content": "and the flamingo note?"},
+        ],
+    )
+    services.rollback_messages(session, 1)
+    return session
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_search_prints_hits_with_their_position_and_excerpt(session):
+    out, _ = run("search", "缓存")
+    assert "1 hit(s) from the bigram index" in out
+    assert f"{session.pk} #1/4 user live" in out
+    assert "缓存" in out
+
+
+def test_search_json_has_the_api_shape(session):
+    out, _ = run("search", "nginx", "--json", "--window", "1")
+    body = json.loads(out)
+    assert body["index"] == "words"
+    assert len(body["hits"]) == 2
+    assert {"excerpt_html", "window", "bookmarks"} <= body["hits"][0].keys()
+
+
+def test_search_can_include_rolled_back_rows(session):
+    assert "0 hit(s)" in run("search", "flamingo")[0]
+    out, _ = run("search", "flamingo", "--include-rolled-back")
+    assert "[rolled back]" in out
+
+
+def test_search_refuses_bad_arguments(session):
+    with pytest.raises(CommandError, match="limit"):
+        run("search", "x", "--limit", "0")
+    with pytest.raises(CommandError, match="empty"):
+        run("search", " ")
+
+
+def test_reindex_rebuilds_every_index_and_checks_it(session):
+    with connection.cursor() as cursor:
+        # Damage: empty the indexes behind the triggers' back.
+        for index in fts.INDEXES:
+            t = fts.table(index)
+            cursor.execute(f"INSERT INTO {t}({t}) VALUES('delete-all')")
+    # Only the bounded scan can still answer.
+    assert "2 hit(s) from the scan index" in run("search", "nginx")[0]
+    out, err = run("reindex")
+    indexed = Message.objects.filter(active=True).count() + Message.objects.filter(
+        compressed=True
+    ).count()
+    assert f"Reindexed {indexed:,} messages" in out
+    assert "integrity check passed" in out
+    assert "reindex" in err  # the progress bar goes to stderr
+    assert "2 hit(s) from the words index" in run("search", "nginx")[0]
