@@ -4,8 +4,9 @@ around it, and bookmarks that place the window in the whole conversation."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
+from django.db import connection
 from django.utils.html import escape
 
 from search.text import fold, search_text
@@ -62,10 +63,47 @@ def excerpt_html(text: str, needles: tuple[str, ...], width: int = EXCERPT_CHARS
     return "".join(pieces)
 
 
-def _lead(message: Message, limit: int) -> str:
+def _lead(message: Message | Nearby, limit: int) -> str:
     text = search_text(message.content, message.tool_calls)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Nearby:
+    """A neighbour of a hit, read as a plain row (the fields a window and a bookmark show)."""
+
+    COLUMNS = (
+        "id",
+        "session_id",
+        "position",
+        "role",
+        "content",
+        "tool_calls",
+        "active",
+        "compressed",
+        "is_summary",
+        "created_at",
+    )
+    __slots__ = COLUMNS
+
+    def __init__(self, *values) -> None:
+        for name, value in zip(self.COLUMNS, values, strict=True):
+            setattr(self, name, value)
+        self.active, self.compressed = bool(self.active), bool(self.compressed)
+        created = self.created_at
+        if isinstance(created, str):
+            created = datetime.fromisoformat(created)
+            self.created_at = created.replace(tzinfo=UTC) if created.tzinfo is None else created
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+    @property
+    def kind(self) -> str:
+        if self.active:
+            return Message.Kind.SUMMARY if self.is_summary else Message.Kind.LIVE
+        return Message.Kind.ARCHIVED if self.compressed else Message.Kind.ROLLED_BACK
 
 
 @dataclass(frozen=True)
@@ -88,14 +126,61 @@ class Bookmark:
     lead: str
 
 
-def window(message: Message, size: int, include_rolled_back: bool) -> list[Message]:
-    rows = Message.objects.filter(session_id=message.session_id)
+def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[int, list[Message]]:
+    """Each hit with ``size`` messages before and after it (rolled-back rows skipped unless
+    asked), fetched for all hits in one query: a window per hit would be two queries each."""
+    if not hits:
+        return {}
+    slack = size + 3  # room for a few rolled-back rows inside the range
+    # One UNION ALL of index range reads (an OR of ranges would scan the table), read as plain
+    # tuples: building model instances for every neighbour cost more than the query.
+    parts, params = [], []
+    session_field = Message._meta.get_field("session")
+    for hit in hits:
+        parts.append(
+            f"SELECT {', '.join(Nearby.COLUMNS)} FROM {Message._meta.db_table} "
+            "WHERE session_id = %s AND position BETWEEN %s AND %s"
+        )
+        params += [
+            session_field.get_db_prep_value(hit.session_id, connection),
+            max(0, hit.position - slack),
+            hit.position + slack,
+        ]
+    by_session: dict = {}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for values in cursor.fetchall():
+            row = Nearby(*values)
+            by_session.setdefault(row.session_id, {})[row.position] = row
+    out = {}
+    for hit in hits:
+        nearby = by_session.get(session_field.get_db_prep_value(hit.session_id, connection), {})
+        visible = [
+            nearby[p]
+            for p in sorted(nearby)
+            if hit.position - slack <= p <= hit.position + slack
+            and p != hit.position
+            and (include_rolled_back or nearby[p].active or nearby[p].compressed)
+        ]
+        before = [r for r in visible if r.position < hit.position][-size:] if size else []
+        after = [r for r in visible if r.position > hit.position][:size]
+        more_before = hit.position - slack > 0
+        more_after = (hit.position + slack) in nearby
+        if (len(before) < size and more_before) or (len(after) < size and more_after):
+            before, after = _window_exact(hit, size, include_rolled_back)
+        out[hit.pk] = [*before, hit, *after]
+    return out
+
+
+def _window_exact(
+    hit: Message, size: int, include_rolled_back: bool
+) -> tuple[list[Message], list[Message]]:
+    rows = Message.objects.filter(session_id=hit.session_id).defer("content_parts", "extra")
     if not include_rolled_back:
         rows = rows.exclude(active=False, compressed=False)
-    rows = rows.defer("content_parts", "extra")
-    before = list(rows.filter(position__lt=message.position).order_by("-position")[:size])
-    after = list(rows.filter(position__gt=message.position).order_by("position")[:size])
-    return [*reversed(before), message, *after]
+    before = list(rows.filter(position__lt=hit.position).order_by("-position")[:size])
+    after = list(rows.filter(position__gt=hit.position).order_by("position")[:size])
+    return list(reversed(before)), after
 
 
 def window_rows(rows: list[Message], hit: Message) -> list[WindowRow]:

@@ -100,12 +100,13 @@ def _hits(
     if not ordered:
         return []
     by_id = Message.objects.select_related("session__channel").in_bulk([pk for pk, _, _ in ordered])
+    around = results.windows(list(by_id.values()), window, include_rolled_back)
     hits = []
     for pk, score, rolled_back in ordered:
         message = by_id.get(pk)
         if message is None:
             continue
-        rows = results.window(message, window, include_rolled_back)
+        rows = around[pk]
         start, end = results.bookmarks(rows, message.session.total_messages)
         hits.append(
             Hit(

@@ -47,7 +47,7 @@ def test_every_knob_of_spec_section_8_has_a_key():
     micro_compact_defrag_threshold_tokens hygiene_hard_message_limit hygiene_timeout_seconds
     hygiene_total_ceiling_seconds hygiene_failure_cooldown_seconds hygiene_max_turn_hold_seconds
     context_timeout_seconds context_total_ceiling_seconds codex_app_server_auto
-    codex_responses_native codex_responses_compact_threshold failure_cooldown_seconds""".split()  # noqa: SIM905
+    codex_responses_native codex_responses_compact_threshold failure_cooldown_seconds""".split()
     missing = [key for key in required if key not in CompressionConfig.model_fields]
     assert missing == []
 
