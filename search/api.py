@@ -89,6 +89,10 @@ class SearchOut(Schema):
     tried: list[str]
     hits: list[HitOut]
     has_more: bool
+    ranked_within: int | None = Field(
+        description="Set when more messages matched than are ranked: BM25 then ranked only the "
+        "newest this-many matches. Narrow the query or filter by session or time for older ones."
+    )
     limit: int
     offset: int
 
@@ -108,6 +112,7 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
         "index": result.index,
         "tried": result.tried,
         "has_more": result.has_more,
+        "ranked_within": result.ranked_within,
         "limit": limit,
         "offset": offset,
         "hits": [

@@ -16,4 +16,5 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     include_rolled_back: bool = False  # operators only
-    scan_rows: int = 200_000
+    scan_rows: int = 200_000  # the bounded scan looks at most at this many newest rows
+    rank_window: int = 2_000  # BM25 ranks at most this many newest matches

@@ -37,6 +37,7 @@ class SearchResult:
     tried: list[str] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     has_more: bool = False
+    ranked_within: int | None = None  # set when ranking covered only the newest N matches
 
 
 def _backend():
@@ -47,17 +48,19 @@ def _backend():
     raise NotImplementedError(f"search has no backend for {connection.vendor} yet")
 
 
-def _run(route: Route, filters: Filters, limit: int, offset: int) -> list[tuple[int, float | None]]:
+def _run(
+    route: Route, filters: Filters, limit: int, offset: int
+) -> tuple[list[tuple[int, float | None]], bool]:
     backend = _backend()
     if route.index == "scan":
-        return backend.run_scan(route.like, filters, limit, offset)
+        return backend.run_scan(route.like, filters, limit, offset), False
     try:
         return backend.run_fts(route, filters, limit, offset)
     except DatabaseError:
         # Quoting makes this unreachable for user text; if FTS5 still objects, fall back rather
         # than fail the request.
         logger.exception("FTS5 rejected %r on %s; falling back", route.expression, route.index)
-        return []
+        return [], False
 
 
 def search(
@@ -75,9 +78,10 @@ def search(
     found: list[tuple[int, float | None]] = []
     for route in parsed.routes:
         result.tried.append(route.index)
-        found = _run(route, filters, limit + 1, offset)
-        if found or (offset and _run(route, filters, 1, 0)):
+        found, capped = _run(route, filters, limit + 1, offset)
+        if found or (offset and _run(route, filters, 1, 0)[0]):
             result.index = route.index
+            result.ranked_within = filters.rank_window if capped else None
             break
     rolled: list[tuple[int, float | None]] = []
     if filters.include_rolled_back and parsed.terms:

@@ -377,3 +377,18 @@ def test_the_search_page_needs_staff_and_shows_errors(client, admin_client, db):
     assert response.status_code == 400
     assert "Select a valid choice" in response.content.decode()
     assert admin_client.get("/console/search/").status_code == 200
+
+
+def test_ranking_is_bounded_to_the_newest_matches_and_says_so(gateway):
+    sid = gateway.open()["id"]
+    session = Session.objects.get(pk=sid)
+    services.append_messages(
+        session, [{"role": "user", "content": f"common word plus marker{n}"} for n in range(30)]
+    )
+    full = search("common", Filters(rank_window=100), limit=50)
+    assert len(full.hits) == 30 and full.ranked_within is None
+    capped = search("common", Filters(rank_window=10), limit=50)
+    assert capped.ranked_within == 10
+    newest = sorted(Message.objects.filter(session=session).values_list("pk", flat=True))[-10:]
+    assert sorted(h.message.pk for h in capped.hits) == newest
+    assert found(gateway, "common")["ranked_within"] is None

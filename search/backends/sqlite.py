@@ -56,19 +56,40 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     return clauses, params
 
 
-def run_fts(route: Route, filters: Filters, limit: int, offset: int) -> list[tuple[int, float]]:
+def run_fts(
+    route: Route, filters: Filters, limit: int, offset: int
+) -> tuple[list[tuple[int, float]], bool]:
+    """BM25-ranked hits, and whether ranking was limited to the newest ``filters.rank_window``
+    matches.
+
+    FTS5 has no top-k pruning: ranking a word that matches 150,000 of a million rows scores every
+    one of them (hundreds of milliseconds, as slow as a scan). So ranking is bounded: phase 1
+    walks the matches newest first, with the filters, and stops at ``rank_window``; phase 2 scores
+    only the rowid range those candidates span. Scores are still true BM25 (FTS5's statistics are
+    global); only older matches beyond the window are left out, and the result says so.
+    """
     t = table(route.index)
     where, params = _filters(filters)
     likes, like_params = _like_clauses(route.like)
     clauses = [f"{t} MATCH %s", *where, *likes]
-    sql = (
-        f"SELECT m.id, bm25({t}) AS score FROM {t} "
-        f"JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
-        f"WHERE {' AND '.join(clauses)} ORDER BY score, m.id LIMIT %s OFFSET %s"
-    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [route.expression, *params, *like_params, limit, offset])
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        cursor.execute(
+            f"SELECT {t}.rowid FROM {t} JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
+            f"WHERE {' AND '.join(clauses)} ORDER BY {t}.rowid DESC LIMIT %s",
+            [route.expression, *params, *like_params, filters.rank_window],
+        )
+        candidates = {row[0] for row in cursor.fetchall()}
+        if not candidates:
+            return [], False
+        cursor.execute(
+            f"SELECT rowid, bm25({t}) FROM {t} WHERE {t} MATCH %s AND rowid BETWEEN %s AND %s",
+            [route.expression, min(candidates), max(candidates)],
+        )
+        scored = sorted(
+            ((rowid, float(score)) for rowid, score in cursor.fetchall() if rowid in candidates),
+            key=lambda pair: (pair[1], pair[0]),
+        )
+    return scored[offset : offset + limit], len(candidates) >= filters.rank_window
 
 
 def run_scan(
