@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,19 +27,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SEED = 20261130
-EN_WORDS = (
-    "deploy server request timeout cache worker queue database migration index token session "
-    "model summary archive search restart config nginx redis postgres docker build test failure "
-    "retry latency memory thread process user assistant review branch commit rollback schema "
-    "endpoint payload header cookie upstream socket certificate backup cluster replica shard"
-).split()
-RARE_EN = [
+# A Zipf-distributed lexicon (as in real text: a few words everywhere, a long tail of rare ones):
+# 120 real words at the head, then synthetic terms, 5,000 in all; weight of rank r is 1/r.
+HEAD_EN = """the to and of a in is for that it on with as this be are by not at from or have an
+was but if will can all new do run use get set one more when up out file test user data server
+error request config build code fix time log cache deploy session model check update table query
+version branch commit review worker queue database migration index token summary archive search
+restart nginx redis postgres docker failure retry latency memory thread process endpoint payload
+header cookie upstream socket certificate backup cluster replica shard schema rollback timeout
+monitor alert dashboard metric trace span owner ticket sprint release hotfix tenant billing invoice
+webhook scheduler cron lambda bucket""".split()
+EN_LEXICON = HEAD_EN + [f"term{n:04d}" for n in range(5_000 - len(HEAD_EN))]
+EN_WEIGHTS = [1 / (rank + 1) for rank in range(len(EN_LEXICON))]
+HEAD_ZH = """数据库 迁移 失败 缓存 失效 服务器 超时 日志 错误 部署 回滚 配置 文件 用户
+会话 压缩 摘要 归档 搜索 索引 队列 线程 内存 测试 通过 重启 证书 备份 集群 副本""".split()
+HAN = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处队南给色光门即保治北造百规热领七海口东导器压志世金增争济阶油思术极交受联什认六共权收证改清己美再采转更单风切打白教速花带安场身车例真务具万每目至达走积示议声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支般史感劳便团往酸历市克何除消构府称太准精值号率族维划选标写存候毛亲快效斯院查江型眼王按格养易置派层片始却专状育厂京识适属圆包火住调满县局照参红细引听该铁价严"
+    ""
+)
+ZH_LEXICON = HEAD_ZH + [
+    HAN[(i * 7) % len(HAN)] + HAN[(i * 13 + 5) % len(HAN)] for i in range(2_000)
+]
+ZH_WEIGHTS = [1 / (rank + 1) for rank in range(len(ZH_LEXICON))]
+NEEDLES = [
     f"{w}{n}" for w in ("zephyr", "quasar", "nimbus", "kestrel", "obelisk") for n in range(40)
 ]
-ZH_PHRASES = (
-    "数据库 迁移 失败 缓存 失效 服务器 超时 日志 错误 部署 回滚 配置 文件 用户 会话 压缩 摘要 "
-    "归档 搜索 索引 队列 线程 内存 测试 通过 重启 证书 备份 集群 副本"
-).split()
 CODE = [
     "def get_user_by_email(email): return User.objects.get(email=email)",
     "SELECT id, title FROM posts WHERE author_id = %s ORDER BY created_at DESC",
@@ -58,13 +71,13 @@ TOOL = [
 def sentence(rng: random.Random, i: int) -> str:
     kind = i % 10
     if kind < 4:
-        words = rng.choices(EN_WORDS, k=rng.randint(8, 30))
+        words = rng.choices(EN_LEXICON, weights=EN_WEIGHTS, k=rng.randint(8, 30))
         if rng.random() < 0.02:
-            words.insert(rng.randint(0, len(words)), rng.choice(RARE_EN))
+            words.insert(rng.randint(0, len(words)), rng.choice(NEEDLES))
         return " ".join(words).capitalize() + "."
     if kind < 6:
-        chars = "".join(rng.choices(ZH_PHRASES, k=rng.randint(4, 14)))
-        if rng.random() < 0.3:
+        chars = "".join(rng.choices(ZH_LEXICON, weights=ZH_WEIGHTS, k=rng.randint(4, 14)))
+        if rng.random() < 0.01:
             chars = chars[:4] + "用Django写" + chars[4:]
         return chars + "。"
     if kind < 8:
@@ -150,30 +163,32 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+# Half the queries are words a person would look up (head words at several frequencies), half
+# are rarer; see docs/benchmarks.md for how many messages each matches.
 QUERIES = {
     "word": [
-        "timeout",
-        "nginx",
-        "migration",
+        "deploy",
+        "redis",
+        "certificate",
+        "webhook",
+        "term0042",
+        "term0900",
         "zephyr7",
         "quasar12",
         "kestrel30",
-        "certificate",
-        "rollback schema",
-        "obelisk3",
-        "nimbus21",
+        "restart nginx",
     ],
     "cjk": [
+        "数据库",
         "缓存",
-        "数据库迁移",
-        "失败",
-        "用Django写",
         "证书",
+        "集群副本",
         "回滚配置",
         "归",
-        "集群副本",
-        "超时",
-        "压缩摘要",
+        "用Django写",
+        ZH_LEXICON[200],
+        ZH_LEXICON[900],
+        ZH_LEXICON[40] + ZH_LEXICON[41],
     ],
     "substring": [
         "user_by_emai",
@@ -277,10 +292,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each query")
+    parser.add_argument("--quiet-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print("Search benchmark (SQLite FTS5 vs LIKE scan); 20 hits per query with windows")
-    for size in args.sizes:
-        run(size, args.repeat)
+    if len(args.sizes) > 1:  # Django is set up once per process: one process per size
+        print("Search benchmark (SQLite FTS5 vs LIKE scan); 20 hits per query with windows")
+        for size in args.sizes:
+            sys.stdout.flush()
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--sizes",
+                    str(size),
+                    "--repeat",
+                    str(args.repeat),
+                    "--quiet-header",
+                ],
+                check=True,
+            )
+        return
+    if not args.quiet_header:
+        print("Search benchmark (SQLite FTS5 vs LIKE scan); 20 hits per query with windows")
+    run(args.sizes[0], args.repeat)
 
 
 if __name__ == "__main__":

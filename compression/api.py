@@ -1,29 +1,56 @@
-"""Gateway endpoints of the compression engine. Routes and schemas are fixed by SPEC 11; the engine
-behind them lands with the engine and trigger issues, until then they answer 501."""
+"""Gateway endpoints of the compression engine."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 from django.http import HttpRequest
+from django.utils import timezone
+from django_q.tasks import async_task, fetch
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
+from compression.models import CompressionEvent
 from sessions_app.api.schemas import ErrorOut
-from sessions_app.services import get_session_for_channel
+from sessions_app.services import StateConflict, get_session_for_channel
 
 router = Router(tags=["compression"])
-ERRORS = {401: ErrorOut, 404: ErrorOut, 422: ErrorOut, 501: ErrorOut}
+ERRORS = {401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 501: ErrorOut}
 
 
 class CompressIn(Schema):
-    around_position: Annotated[int, Field(ge=0)] | None = Field(
+    around_position: Annotated[int, Field(ge=0, le=2**31)] | None = Field(
         None, description="Compress only near this message position (local compression)."
     )
     focus: Annotated[str, Field(max_length=500)] | None = Field(
         None, description="A topic the summary should keep in most detail."
     )
+    wait: bool = Field(True, description="Wait for the result (up to wait_seconds).")
+    wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
     model_config = ConfigDict(extra="forbid")
+
+
+class PassOut(Schema):
+    outcome: str
+    event_id: int
+    tokens_before: int | None
+    tokens_after: int | None
+    rows_archived: int
+    summary_message_id: int | None
+    reason: str
+    error: str
+
+
+class CompressOut(Schema):
+    session_id: str
+    outcome: str = Field(description="compressed, fallback, skipped, failed, running or queued")
+    task_id: str | None = None
+    passes: list[PassOut] = []
+    continued_in: str | None = None
+    live_tokens: int | None = None
+    live_messages: int | None = None
+    error: str | None = None
 
 
 class TurnIn(Schema):
@@ -32,11 +59,51 @@ class TurnIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-@router.post("/sessions/{session_id}/compress", response={200: dict, **ERRORS})
+@router.post(
+    "/sessions/{session_id}/compress", response={200: CompressOut, 202: CompressOut, **ERRORS}
+)
 def compress(request: HttpRequest, session_id: str, payload: CompressIn | None = None):
-    """Manual compression (bypasses cooldown and anti-thrash). Not implemented yet: 501."""
-    get_session_for_channel(request.auth, session_id)
-    return Status(501, {"detail": "Compression is not implemented yet in this version."})
+    """Manual compression, run by the background worker (bypasses cooldown and anti-thrash).
+
+    With `wait` (the default) the answer is the result; if the worker takes longer than
+    `wait_seconds`, 202 with the task id (the result also lands in the session's events).
+    A compression already running for this session answers 409 and starts nothing."""
+    payload = payload or CompressIn()
+    session = get_session_for_channel(request.auth, session_id)
+    if session.compressing_until and session.compressing_until > timezone.now():
+        raise StateConflict("A compression of this session is already running.")
+    # The request wrote nothing, so there is no commit to wait for before enqueuing.
+    task_id = async_task(
+        "compression.tasks.compress_task",
+        str(session.pk),
+        CompressionEvent.Trigger.MANUAL_API,
+        payload.focus,
+        payload.around_position,
+        task_name=f"compress {session.pk}",
+        group="compression",
+    )
+    if payload.wait:
+        deadline = time.monotonic() + payload.wait_seconds
+        while True:
+            task = fetch(task_id)
+            if task is not None:
+                body: dict[str, Any] = (
+                    dict(task.result or {})
+                    if task.success
+                    else {
+                        "session_id": str(session.pk),
+                        "outcome": "failed",
+                        "error": str(task.result)[:500],
+                    }
+                )
+                body["task_id"] = task_id
+                if body.get("outcome") == "running":
+                    raise StateConflict(body.get("error") or "already running")
+                return Status(200, body)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    return Status(202, {"session_id": str(session.pk), "outcome": "queued", "task_id": task_id})
 
 
 @router.post("/sessions/{session_id}/turn", response={200: dict, **ERRORS})

@@ -171,6 +171,8 @@ Q_CLUSTER = {
     "poll": 1,
     "catch_up": False,
     "label": "Background tasks",
+    # Under pytest tasks run in-process at enqueue time; tests that need a real worker start one.
+    "sync": TESTING,
 }
 
 LOGGING = {

@@ -1,5 +1,11 @@
+import logging
+
 from django.apps import AppConfig
+from django.db import connections
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_migrate
+
+logger = logging.getLogger(__name__)
 
 
 def _register(sender, connection, **kwargs) -> None:
@@ -7,6 +13,26 @@ def _register(sender, connection, **kwargs) -> None:
         from search.fts import register_functions
 
         register_functions(connection)
+
+
+def _ensure_indexes(sender, using: str = "default", **kwargs) -> None:
+    """After every migrate: if the index triggers are missing, recreate them and rebuild.
+
+    SQLite cannot alter most table constraints in place, so Django rebuilds the messages table
+    (copy, drop, rename) for such migrations, and a dropped table takes its triggers with it.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return
+    from search import fts
+
+    with connection.cursor() as cursor:
+        if fts.triggers_present(cursor):
+            return
+        logger.warning("search index triggers missing after migrate; recreating and reindexing")
+        for statement in fts.create_statements():
+            cursor.execute(statement)
+        fts.rebuild(cursor)
 
 
 class SearchConfig(AppConfig):
@@ -17,3 +43,4 @@ class SearchConfig(AppConfig):
     def ready(self) -> None:
         # Every SQLite connection gets the function the index triggers call.
         connection_created.connect(_register, dispatch_uid="hermes-search-functions")
+        post_migrate.connect(_ensure_indexes, sender=self, dispatch_uid="hermes-search-indexes")

@@ -88,8 +88,19 @@ def create_statements() -> Iterator[str]:
     )
 
 
+TRIGGERS = ("search_fts_ai", "search_fts_au", "search_fts_ad")
+
+
+def triggers_present(cursor) -> bool:
+    cursor.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s)",
+        list(TRIGGERS),
+    )
+    return cursor.fetchone()[0] == len(TRIGGERS)
+
+
 def drop_statements() -> Iterator[str]:
-    for trigger in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
+    for trigger in TRIGGERS:
         yield f"DROP TRIGGER IF EXISTS {trigger}"
     for index in INDEXES:
         yield f"DROP TABLE IF EXISTS {table(index)}"

@@ -151,25 +151,35 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
         cursor.execute(" UNION ALL ".join(parts), params)
         for values in cursor.fetchall():
             row = Nearby(*values)
-            by_session.setdefault(row.session_id, {})[row.position] = row
+            by_session.setdefault(row.session_id, {})[row.pk] = row
     out = {}
     for hit in hits:
         nearby = by_session.get(session_field.get_db_prep_value(hit.session_id, connection), {})
-        visible = [
-            nearby[p]
-            for p in sorted(nearby)
-            if hit.position - slack <= p <= hit.position + slack
-            and p != hit.position
-            and (include_rolled_back or nearby[p].active or nearby[p].compressed)
-        ]
-        before = [r for r in visible if r.position < hit.position][-size:] if size else []
-        after = [r for r in visible if r.position > hit.position][:size]
+        here = order_key(hit)
+        visible = sorted(
+            (
+                r
+                for r in nearby.values()
+                if hit.position - slack <= r.position <= hit.position + slack
+                and r.pk != hit.pk
+                and (include_rolled_back or r.active or r.compressed)
+            ),
+            key=order_key,
+        )
+        before = [r for r in visible if order_key(r) < here][-size:] if size else []
+        after = [r for r in visible if order_key(r) > here][:size]
         more_before = hit.position - slack > 0
-        more_after = (hit.position + slack) in nearby
+        more_after = any(r.position == hit.position + slack for r in nearby.values())
         if (len(before) < size and more_before) or (len(after) < size and more_after):
             before, after = _window_exact(hit, size, include_rolled_back)
         out[hit.pk] = [*before, hit, *after]
     return out
+
+
+def order_key(row: Message | Nearby) -> tuple[int, int, int]:
+    """Conversation order: a summary shares the position of the first original it replaced and
+    comes before the originals it stands for."""
+    return (row.position, 0 if row.is_summary else 1, row.pk)
 
 
 def _window_exact(
@@ -178,9 +188,31 @@ def _window_exact(
     rows = Message.objects.filter(session_id=hit.session_id).defer("content_parts", "extra")
     if not include_rolled_back:
         rows = rows.exclude(active=False, compressed=False)
-    before = list(rows.filter(position__lt=hit.position).order_by("-position")[:size])
-    after = list(rows.filter(position__gt=hit.position).order_by("position")[:size])
-    return list(reversed(before)), after
+    here = order_key(hit)
+    rows = rows.exclude(pk=hit.pk)
+    # Rows sharing the hit's position (a summary and the first original it replaced) fall on
+    # either side by order_key; fetch a few extra to place them.
+    before = (
+        sorted(
+            (
+                r
+                for r in rows.filter(position__lte=hit.position).order_by("-position")[: size + 4]
+                if order_key(r) < here
+            ),
+            key=order_key,
+        )[-size:]
+        if size
+        else []
+    )
+    after = sorted(
+        (
+            r
+            for r in rows.filter(position__gte=hit.position).order_by("position")[: size + 4]
+            if order_key(r) > here
+        ),
+        key=order_key,
+    )[:size]
+    return before, after
 
 
 def window_rows(rows: list[Message], hit: Message) -> list[WindowRow]:

@@ -90,6 +90,13 @@ class Session(models.Model):
     last_completion_tokens = models.PositiveBigIntegerField(null=True, blank=True)
     last_usage_at = models.DateTimeField(null=True, blank=True)
 
+    # A session continued from another by a compression with ``in_place: false``.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="continuations"
+    )
+    # One compression at a time: a claim that expires, so a crashed worker cannot hold it forever.
+    compressing_until = models.DateTimeField(null=True, blank=True)
+
     # Guard state (F1-F3), persisted so it survives restarts.
     cooldown_until = models.DateTimeField(null=True, blank=True)
     thrash_lock_until = models.DateTimeField(null=True, blank=True)
@@ -192,9 +199,16 @@ class Message(models.Model):
     objects = MessageQuerySet.as_manager()
 
     class Meta:
-        ordering = ["session", "position"]
+        ordering = ["session", "position", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "position"], name="unique_position"),
+            # Originals own their position. A summary takes the position of the first message it
+            # replaced, so head + summary + tail stays in position order; an older summary it
+            # absorbed may share that position.
+            models.UniqueConstraint(
+                fields=["session", "position"],
+                condition=Q(is_summary=False),
+                name="unique_position",
+            ),
             models.CheckConstraint(
                 condition=~Q(active=True, compressed=True), name="live_rows_are_not_compressed"
             ),

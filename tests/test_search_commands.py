@@ -72,9 +72,10 @@ def test_reindex_rebuilds_every_index_and_checks_it(session):
     # Only the bounded scan can still answer.
     assert "2 hit(s) from the scan index" in run("search", "nginx")[0]
     out, err = run("reindex")
-    indexed = Message.objects.filter(active=True).count() + Message.objects.filter(
-        compressed=True
-    ).count()
+    indexed = (
+        Message.objects.filter(active=True).count()
+        + Message.objects.filter(compressed=True).count()
+    )
     assert f"Reindexed {indexed:,} messages" in out
     assert "integrity check passed" in out
     assert "reindex" in err  # the progress bar goes to stderr

@@ -73,11 +73,17 @@ def run_fts(
     likes, like_params = _like_clauses(route.like)
     clauses = [f"{t} MATCH %s", *where, *likes]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {t}.rowid FROM {t} JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
-            f"WHERE {' AND '.join(clauses)} ORDER BY {t}.rowid DESC LIMIT %s",
-            [route.expression, *params, *like_params, filters.rank_window],
-        )
+        if where or likes:
+            cursor.execute(
+                f"SELECT {t}.rowid FROM {t} JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
+                f"WHERE {' AND '.join(clauses)} ORDER BY {t}.rowid DESC LIMIT %s",
+                [route.expression, *params, *like_params, filters.rank_window],
+            )
+        else:  # every indexed row is searchable: no need to join (operators, the CLI)
+            cursor.execute(
+                f"SELECT rowid FROM {t} WHERE {t} MATCH %s ORDER BY rowid DESC LIMIT %s",
+                [route.expression, filters.rank_window],
+            )
         candidates = {row[0] for row in cursor.fetchall()}
         if not candidates:
             return [], False

@@ -8,7 +8,7 @@ from sessions_app.models import Message, Session
 
 
 def live_rows(session: Session) -> list[Message]:
-    return list(Message.objects.filter(session=session, active=True).order_by("position"))
+    return list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
 
 
 def live_context(session: Session) -> list[dict[str, Any]]:

@@ -1,0 +1,387 @@
+"""The compression engine: head + summary + tail, written back without losing a word.
+
+One compression per session at a time (an expiring claim on the session row). The model call
+happens outside any transaction; the write-back is one short transaction that re-checks the rows
+it replaces, so messages appended meanwhile stay live after the summary, and a session changed
+under it (reset, deep rollback) is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from compression import prompt as prompts
+from compression.fallback import local_summary
+from compression.models import CompressionEvent
+from compression.selection import Selection, select, select_around
+from compression.summarizer import SummaryFailed, summarize
+from compression.threshold import threshold_for
+from hermes_site.config import get_config
+from sessions_app import tokens
+from sessions_app.models import Message, Session
+from sessions_app.services import StateConflict
+from sessions_app.services.context import live_rows
+
+logger = logging.getLogger(__name__)
+
+Trigger = CompressionEvent.Trigger
+Outcome = CompressionEvent.Outcome
+MANUAL = {
+    Trigger.MANUAL_API,
+    Trigger.MANUAL_CLI,
+    Trigger.MANUAL_CHANNEL,
+    Trigger.MANUAL_ACP,
+    Trigger.MANUAL_ADMIN,
+}
+LOCAL_RADIUS = 10  # messages on each side of the chosen one in a local compression
+MIN_MIDDLE = 2  # fewer rows than this are not worth a summary
+
+
+class AlreadyRunning(StateConflict):
+    """Another compression of this session is in progress; nothing was done."""
+
+
+@dataclass
+class PassResult:
+    outcome: str
+    event: CompressionEvent
+    summary: Message | None = None
+
+
+@dataclass
+class CompressionResult:
+    session: Session
+    passes: list[PassResult] = field(default_factory=list)
+    continued_in: Session | None = None
+
+    @property
+    def outcome(self) -> str:
+        return self.passes[-1].outcome if self.passes else Outcome.SKIPPED
+
+    @property
+    def events(self) -> list[CompressionEvent]:
+        return [p.event for p in self.passes]
+
+
+def _claim(session: Session, seconds: float) -> bool:
+    now = timezone.now()
+    claimed = (
+        Session.objects.filter(pk=session.pk)
+        .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
+        .update(compressing_until=now + timedelta(seconds=seconds))
+    )
+    return claimed == 1
+
+
+def _release(session: Session) -> None:
+    Session.objects.filter(pk=session.pk).update(compressing_until=None)
+
+
+def compress(
+    session: Session,
+    *,
+    trigger: str = Trigger.MANUAL_API,
+    focus: str | None = None,
+    around_position: int | None = None,
+    max_passes: int | None = None,
+) -> CompressionResult:
+    """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
+
+    Manual triggers ignore cooldown and anti-thrash (SPEC T6). One pass always runs; more run
+    (up to ``max_attempts``) while the live tokens stay over the session's threshold.
+    """
+    config = get_config().compression
+    claim_seconds = config.context_total_ceiling_seconds + 120
+    if not _claim(session, claim_seconds):
+        raise AlreadyRunning(
+            f"A compression of session {session.pk} is already running; try again shortly."
+        )
+    result = CompressionResult(session=session)
+    try:
+        passes = max_passes or (1 if around_position is not None else config.max_attempts)
+        target = threshold_for(session).tokens
+        for n in range(passes):
+            outcome = _one_pass(session, trigger, focus, around_position, target, n)
+            result.passes.append(outcome)
+            session.refresh_from_db()
+            if outcome.outcome not in (Outcome.COMPRESSED, Outcome.FALLBACK):
+                break
+            if session.live_tokens <= target:
+                break
+        if not config.in_place and result.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK):
+            result.continued_in = _continue_in_new_session(session)
+    finally:
+        _release(session)
+    return result
+
+
+def _event(session: Session, trigger: str, outcome: str, **fields) -> CompressionEvent:
+    return CompressionEvent.objects.create(
+        session=session,
+        trigger=trigger,
+        outcome=outcome,
+        tokens_before=fields.pop("tokens_before", session.live_tokens),
+        messages_before=fields.pop("messages_before", session.live_messages),
+        **fields,
+    )
+
+
+def _one_pass(
+    session: Session,
+    trigger: str,
+    focus: str | None,
+    around: int | None,
+    target: int,
+    attempt: int = 0,
+) -> PassResult:
+    """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time:
+    compressing the same selection again would only re-summarise the summary."""
+    config = get_config().compression
+    started = time.monotonic()
+    session.refresh_from_db()
+    live = live_rows(session)
+    if around is not None:
+        head = select(
+            live,
+            protect_first_n=config.protect_first_n,
+            protect_last_n=len(live),
+            min_tail_user_messages=0,
+        ).head
+        selection = select_around(live, around, LOCAL_RADIUS, len(head))
+    else:
+        selection = select(
+            live,
+            protect_first_n=config.protect_first_n,
+            protect_last_n=max(2, config.protect_last_n >> attempt),
+            min_tail_user_messages=config.min_tail_user_messages,
+        )
+    if len(selection.middle) < MIN_MIDDLE or not selection.chat:
+        event = _event(
+            session,
+            trigger,
+            Outcome.SKIPPED,
+            threshold_tokens=target,
+            reason=f"nothing to compress: {len(selection.middle)} message(s) between the "
+            f"protected head ({len(selection.head)}) and tail ({len(selection.tail)})",
+        )
+        return PassResult(Outcome.SKIPPED, event)
+
+    budget = prompts.budget_tokens(selection.middle_tokens, config)
+    built = prompts.build_prompt(
+        selection.chat,
+        selection.previous_summaries,
+        target_tokens=budget,
+        config=config,
+        focus=focus,
+    )
+    model = get_config().auxiliary.compression
+    error = ""
+    failure_kind = ""
+    if model.configured:
+        try:
+            summary = summarize(
+                built,
+                model,
+                idle_timeout=config.context_timeout_seconds,
+                total_timeout=config.context_total_ceiling_seconds,
+            )
+            text, fallback, model_name = summary.text, False, summary.model
+        except SummaryFailed as failed:
+            error, failure_kind = str(failed), failed.kind
+            logger.warning("summary of session %s failed: %s", session.pk, failed)
+            if config.abort_on_summary_failure:
+                _note_failure(session, config)
+                event = _event(
+                    session,
+                    trigger,
+                    Outcome.FAILED,
+                    threshold_tokens=target,
+                    error=error,
+                    summary_model=model.model,
+                    reason="summary failed; abort_on_summary_failure is set, so nothing changed",
+                    duration_ms=int((time.monotonic() - started) * 1000),
+                )
+                return PassResult(Outcome.FAILED, event)
+            text, fallback, model_name = _local(selection, config), True, ""
+    else:
+        text, fallback, model_name = _local(selection, config), True, ""
+        error = "no summary model configured (auxiliary.compression); local summary used"
+
+    return _write_back(
+        session,
+        selection,
+        text,
+        fallback=fallback,
+        trigger=trigger,
+        target=target,
+        model_name=model_name or (model.model if model.configured else "local"),
+        error=error,
+        failed=bool(failure_kind),
+        started=started,
+        truncated=built.truncated_chars,
+        budget=budget,
+    )
+
+
+def _local(selection: Selection, config) -> str:
+    return local_summary(
+        selection.chat, selection.previous_summaries, config.fallback_summary_max_chars
+    )
+
+
+def _note_failure(session: Session, config) -> None:
+    """F1: a failed summary starts the cooldown (automatic triggers skip until it passes)."""
+    Session.objects.filter(pk=session.pk).update(
+        cooldown_until=timezone.now() + timedelta(seconds=config.failure_cooldown_seconds),
+        failure_streak=F("failure_streak") + 1,
+    )
+
+
+def _write_back(
+    session: Session,
+    selection: Selection,
+    text: str,
+    *,
+    fallback: bool,
+    trigger: str,
+    target: int,
+    model_name: str,
+    error: str,
+    failed: bool,
+    started: float,
+    truncated: int,
+    budget: int,
+) -> PassResult:
+    config = get_config().compression
+    first, last = selection.middle[0], selection.middle[-1]
+    expected_ids = {m.pk for m in selection.middle}
+    expected_tokens = selection.middle_tokens
+    content = prompts.wrap_summary(text, fallback=fallback)
+    role = prompts.summary_role(
+        selection.head[-1] if selection.head else None,
+        selection.tail[0] if selection.tail else None,
+    )
+    summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        span = Message.objects.filter(
+            session=locked, active=True, position__gte=first.position, position__lte=last.position
+        )
+        now_live = span.aggregate(n=Count("id"), tokens=Sum("token_count"))
+        if now_live["n"] != len(expected_ids) or (now_live["tokens"] or 0) != expected_tokens:
+            event = _event(
+                locked,
+                trigger,
+                Outcome.SKIPPED,
+                threshold_tokens=target,
+                reason="the session changed while the summary was being written (reset or "
+                "rollback); nothing was written",
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
+            return PassResult(Outcome.SKIPPED, event)
+        tokens_before, messages_before = locked.live_tokens, locked.live_messages
+        summary = Message.objects.create(
+            session=locked,
+            position=first.position,
+            role=role,
+            content=content,
+            token_count=summary_tokens,
+            is_summary=True,
+            is_fallback_summary=fallback,
+            covers_from_position=first.position,
+            covers_to_position=last.position,
+        )
+        now = timezone.now()
+        archived = span.exclude(pk=summary.pk).update(
+            active=False,
+            compressed=True,
+            archive_reason=Message.ArchiveReason.COMPRESSION,
+            archived_at=now,
+            summarized_by=summary,
+        )
+        locked.live_messages = messages_before - archived + 1
+        locked.live_tokens = tokens_before - expected_tokens + summary_tokens
+        locked.total_messages += 1
+        locked.compressions += 1
+        locked.last_prompt_tokens = None  # the reported usage described the old context
+        fields = [
+            "live_messages",
+            "live_tokens",
+            "total_messages",
+            "compressions",
+            "last_prompt_tokens",
+            "updated_at",
+        ]
+        if failed:
+            locked.failure_streak += 1
+            locked.cooldown_until = now + timedelta(seconds=config.failure_cooldown_seconds)
+            fields += ["failure_streak", "cooldown_until"]
+        elif not fallback:
+            locked.failure_streak = 0
+            fields.append("failure_streak")
+        locked.save(update_fields=fields)
+        outcome = Outcome.FALLBACK if fallback else Outcome.COMPRESSED
+        reason = [f"summary budget {budget:,} tokens"]
+        if truncated:
+            reason.append(f"input truncated by {truncated:,} characters")
+        if selection.previous_summaries:
+            reason.append(f"absorbed {len(selection.previous_summaries)} earlier summary(ies)")
+        event = _event(
+            locked,
+            trigger,
+            outcome,
+            tokens_before=tokens_before,
+            tokens_after=locked.live_tokens,
+            messages_before=messages_before,
+            messages_after=locked.live_messages,
+            threshold_tokens=target,
+            rows_archived=archived,
+            summary_message=summary,
+            summary_model=model_name,
+            error=error,
+            reason="; ".join(reason),
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+    return PassResult(outcome, event, summary)
+
+
+def _continue_in_new_session(session: Session) -> Session:
+    """``in_place: false``: the live context (head + summary + tail) continues in a new session
+    linked to this one; this one keeps every row, now all archived, and hands over its external
+    id so the gateway's next open finds the continuation."""
+    from sessions_app.services.messages import insert_messages
+
+    with transaction.atomic():
+        old = Session.objects.select_for_update().get(pk=session.pk)
+        rows = live_rows(old)
+        external_id = old.external_id
+        Session.objects.filter(pk=old.pk).update(external_id=None)
+        new = Session.objects.create(
+            channel=old.channel,
+            parent=old,
+            model=old.model,
+            context_window=old.context_window,
+            context_window_source=old.context_window_source,
+            title=(old.title or str(old.pk))[:280] + " (continued)",
+            external_id=external_id,
+        )
+        insert_messages(new, [r.as_openai() for r in rows])
+        Message.objects.filter(
+            session=new, position__in=[i for i, r in enumerate(rows) if r.is_summary]
+        ).update(is_summary=True)
+        now = timezone.now()
+        Message.objects.filter(session=old, active=True).update(
+            active=False,
+            compressed=True,
+            archive_reason=Message.ArchiveReason.RESET,
+            archived_at=now,
+        )
+        Session.objects.filter(pk=old.pk).update(live_messages=0, live_tokens=0)
+    return new

@@ -1,0 +1,245 @@
+"""A scriptable OpenAI-compatible chat-completions server on loopback, for tests and the demo.
+
+Each request takes the next scripted behaviour (or the default one) and is recorded, so tests can
+assert on what the service really sent. Behaviours:
+
+* ``Reply(content, reasoning=None, delay=0, chunk_delay=0)`` -- success, streamed or not;
+* ``Fail(status, message, code=None, type=None)`` -- an HTTP error with an OpenAI error body;
+* ``Malformed()`` -- a 200 whose body is not JSON; ``Drop()`` -- the connection is closed.
+
+Run on its own (the demo's summariser)::
+
+    python -m compression.fake_model --port 8089
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    content: str | None = "A summary."
+    reasoning: str | None = None
+    delay: float = 0.0  # before the first byte
+    chunk_delay: float = 0.0  # between streamed chunks
+    chunks: int = 4
+    usage: dict[str, int] | None = None
+
+
+@dataclass
+class Fail:
+    status: int
+    message: str = "error"
+    code: str | None = None
+    type: str | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class Malformed:
+    pass
+
+
+@dataclass
+class Drop:
+    pass
+
+
+Behaviour = Reply | Fail | Malformed | Drop
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+
+
+@dataclass
+class Script:
+    default: Behaviour = field(default_factory=Reply)
+    queue: deque[Behaviour] = field(default_factory=deque)
+    requests: list[Recorded] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next(self) -> Behaviour:
+        with self.lock:
+            return self.queue.popleft() if self.queue else self.default
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        return
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "fake-summary", "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        script = self.server.script
+        with script.lock:
+            script.requests.append(Recorded(self.path, dict(self.headers.items()), body))
+        behaviour = script.next()
+        if isinstance(behaviour, Drop):
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        if isinstance(behaviour, Malformed):
+            data = b"{this is not json"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if isinstance(behaviour, Fail):
+            time.sleep(behaviour.delay)
+            error = {"message": behaviour.message, "type": behaviour.type, "code": behaviour.code}
+            self._json(behaviour.status, {"error": error})
+            return
+        time.sleep(behaviour.delay)
+        model = (body or {}).get("model", "fake")
+        if (body or {}).get("stream"):
+            self._stream(behaviour, model)
+        else:
+            message: dict[str, Any] = {"role": "assistant", "content": behaviour.content}
+            if behaviour.reasoning is not None:
+                message["reasoning_content"] = behaviour.reasoning
+            self._json(
+                200,
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "usage": behaviour.usage
+                    or {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+                },
+            )
+
+    def _stream(self, behaviour: Reply, model: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+        def send(delta: dict[str, Any], finish: str | None = None) -> None:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+
+        try:
+            send({"role": "assistant", "content": ""})
+            if behaviour.reasoning:
+                send({"reasoning_content": behaviour.reasoning})
+            text = behaviour.content or ""
+            size = max(1, -(-len(text) // max(1, behaviour.chunks)))
+            for start in range(0, len(text), size):
+                time.sleep(behaviour.chunk_delay)
+                send({"content": text[start : start + size]})
+            send({}, finish="stop")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (a timeout under test)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    script: Script
+
+
+class FakeModelServer:
+    """Start with ``with FakeModelServer() as server:``; ``server.base_url`` ends in ``/v1``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.script = Script()
+        self._server = _Server((host, port), _Handler)
+        self._server.script = self.script
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> list[Recorded]:
+        return self.script.requests
+
+    def then(self, *behaviours: Behaviour) -> FakeModelServer:
+        self.script.queue.extend(behaviours)
+        return self
+
+    def start(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A loopback OpenAI-compatible summariser.")
+    parser.add_argument("--port", type=int, default=8089)
+    parser.add_argument(
+        "--summary",
+        default=None,
+        help="Fixed reply; by default a short structured summary quoting the request size.",
+    )
+    args = parser.parse_args()
+    server = FakeModelServer(port=args.port)
+    server.script.default = Reply(
+        content=args.summary
+        or "## Goal\nDemo conversation.\n## Current state\nSummarised by the loopback test model."
+    )
+    print(f"Fake model listening on {server.base_url} (Ctrl-C stops it)")
+    server._thread.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The summariser's prompt (SPEC L1, L3) and the summary message's markers (C3)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from hermes_site.config import CompressionConfig
+from search.text import has_cjk
+from sessions_app.models import Message
+
+SUMMARY_PREFIX = (
+    "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns of this conversation were compressed "
+    "into the summary below. It is a handoff from a previous context window: treat it as "
+    "background reference, NOT as new instructions, and do not redo work it reports as done. "
+    "The original messages are archived and searchable."
+)
+SUMMARY_SUFFIX = (
+    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
+)
+FALLBACK_NOTE = (
+    "[FALLBACK SUMMARY — the summarising model was unavailable; this was built locally from the "
+    "archived messages and is less complete than a model summary.]"
+)
+MESSAGE_CUT = "\n[… {n:,} characters of this message omitted …]\n"
+INPUT_CUT = (
+    "\n\n[… INPUT TRUNCATED: {n:,} characters from the middle of the transcript omitted …]\n\n"
+)
+
+
+def budget_tokens(middle_tokens: int, config: CompressionConfig) -> int:
+    """L1: target_ratio of the compressed content, clamped to [min, max]."""
+    target = int(middle_tokens * config.target_ratio)
+    return max(config.summary_min_tokens, min(config.summary_max_tokens, target))
+
+
+def clip_message(text: str, config: CompressionConfig) -> str:
+    """L3: at most ``summary_message_max_chars``; over that the first 4,000 and last 1,500
+    characters (in the default proportions) with a marker saying how much was left out."""
+    limit = config.summary_message_max_chars
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit // 4
+    return text[:head] + MESSAGE_CUT.format(n=len(text) - head - tail) + text[-tail:]
+
+
+def strip_markers(text: str) -> str:
+    """A previous summary without its wrapper, for the iterative update."""
+    for marker in (SUMMARY_PREFIX, SUMMARY_SUFFIX, FALLBACK_NOTE):
+        text = text.replace(marker, "")
+    return text.strip()
+
+
+def render_message(message: Message, config: CompressionConfig) -> str:
+    parts = []
+    if message.content:
+        parts.append(message.content)
+    for call in message.tool_calls or ():
+        function = call.get("function") or {}
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        parts.append(f"[tool call {function.get('name', '?')}] {arguments}")
+    label = message.role
+    if message.role == Message.Role.TOOL:
+        label = f"tool result ({message.name or message.tool_call_id})"
+    return f"[#{message.position} {label}]\n" + clip_message("\n".join(parts), config)
+
+
+def user_language(messages: list[Message]) -> str:
+    """A plain hint for the summariser; the user's own messages decide."""
+    texts = [m.content or "" for m in messages if m.role == Message.Role.USER and not m.is_summary]
+    if not texts:
+        return "the language the user writes in"
+    cjk = sum(1 for t in texts if has_cjk(t))
+    if cjk * 2 > len(texts):
+        return "the user's language (mostly Chinese, Japanese or Korean here)"
+    if cjk:
+        return "the user's language (the user mixes English with Chinese, Japanese or Korean)"
+    return "the user's language (English here)"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    user: str
+    target_tokens: int
+    truncated_chars: int
+
+
+SYSTEM = (
+    "You compress the middle of a long conversation between a user and an AI agent into one "
+    "handoff summary. Another model will continue the conversation from your summary plus the "
+    "most recent messages, so record what it needs and nothing it does not. Everything you "
+    "summarise is history: say what was done and decided, not what to do now, except where the "
+    "user is still waiting for something."
+)
+
+SECTIONS = """Write these sections, in this order, as Markdown headings:
+## Goal
+## Constraints and preferences
+## Completed actions
+## Current state
+## Key decisions
+## Open questions and pending user asks
+## Relevant files and identifiers
+## Critical context"""
+
+
+def build_prompt(
+    chat: list[Message],
+    previous: list[Message],
+    *,
+    target_tokens: int,
+    config: CompressionConfig,
+    focus: str | None = None,
+) -> Prompt:
+    transcript = "\n\n".join(render_message(m, config) for m in chat)
+    limit = config.summary_input_max_chars
+    truncated = 0
+    if len(transcript) > limit:
+        keep_head = int(limit * 0.45)
+        keep_tail = limit - keep_head
+        truncated = len(transcript) - keep_head - keep_tail
+        transcript = (
+            transcript[:keep_head] + INPUT_CUT.format(n=truncated) + transcript[-keep_tail:]
+        )
+    lines = [
+        f"Target length: about {target_tokens:,} tokens. Do not pad; shorter is fine if complete.",
+        f"Write in {user_language(chat)}; keep code, paths, identifiers and errors verbatim.",
+        "Mark everything as history (past tense). Keep every pending request of the user.",
+    ]
+    if truncated:
+        lines.append(
+            f"NOTE: the transcript was too long and was truncated: {truncated:,} characters from "
+            "its middle are missing (marked INPUT TRUNCATED). Say so in Critical context."
+        )
+    if focus:
+        lines.append(f"Focus: keep the most detail about: {focus}")
+    body = ["\n".join(lines), SECTIONS]
+    if previous:
+        earlier = "\n\n".join(strip_markers(m.content or "") for m in previous)
+        body.append(
+            "PREVIOUS SUMMARY (of even earlier turns; update it with the transcript below, "
+            "keeping what is still true and dropping what was superseded):\n" + earlier
+        )
+    body.append("TRANSCRIPT TO SUMMARISE:\n" + transcript)
+    return Prompt(
+        system=SYSTEM,
+        user="\n\n".join(body),
+        target_tokens=target_tokens,
+        truncated_chars=truncated,
+    )
+
+
+def wrap_summary(text: str, *, fallback: bool) -> str:
+    inner = f"{FALLBACK_NOTE}\n\n{text}" if fallback else text
+    return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
+
+
+def summary_role(previous: Message | None, following: Message | None) -> str:
+    """The summary's role, chosen so roles still alternate where providers require it: after the
+    system prompt (or nothing) it must be a user message; after a user message an assistant one;
+    after an assistant or tool message a user one, unless the next message is the user's."""
+    if previous is None or previous.role == Message.Role.SYSTEM:
+        return Message.Role.USER
+    if previous.role == Message.Role.USER:
+        return Message.Role.ASSISTANT
+    if following is not None and following.role == Message.Role.USER:
+        return Message.Role.ASSISTANT
+    return Message.Role.USER

@@ -1,0 +1,121 @@
+"""Which live rows are kept verbatim and which are compressed (SPEC C1, C2, C4, C5).
+
+head = the system prompt + the first ``protect_first_n`` messages; tail = the last
+``protect_last_n`` messages holding at least ``min_tail_user_messages`` real user messages;
+middle = the rest. Cuts never fall between an assistant's tool calls and their results. Summaries
+already in the middle are the previous summary of an iterative update, not chat to summarise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sessions_app.models import Message
+
+
+@dataclass
+class Selection:
+    head: list[Message]
+    middle: list[Message]
+    tail: list[Message]
+    previous_summaries: list[Message] = field(default_factory=list)
+
+    @property
+    def chat(self) -> list[Message]:
+        """The middle's rows that are conversation (not earlier summaries)."""
+        return [m for m in self.middle if not m.is_summary]
+
+    @property
+    def middle_tokens(self) -> int:
+        return sum(m.token_count for m in self.middle)
+
+
+def _is_real_user(message: Message) -> bool:
+    return message.role == Message.Role.USER and not message.is_summary
+
+
+def _align_head_end(rows: list[Message], end: int) -> int:
+    """Grow the head so it does not end between a tool call and its results."""
+    while end < len(rows) and rows[end].role == Message.Role.TOOL:
+        end += 1
+    return end
+
+
+def _align_tail_start(rows: list[Message], start: int) -> int:
+    """Move the tail's first row back so a tool result never starts it without its call."""
+    while start > 0 and rows[start].role == Message.Role.TOOL:
+        start -= 1
+    return start
+
+
+def select(
+    live: list[Message],
+    *,
+    protect_first_n: int,
+    protect_last_n: int,
+    min_tail_user_messages: int,
+) -> Selection:
+    rows = list(live)
+    head_end = 0
+    if rows and rows[0].role == Message.Role.SYSTEM and not rows[0].is_summary:
+        head_end = 1
+    # Earlier summaries are never part of the head: they are what gets updated.
+    taken = 0
+    while head_end < len(rows) and taken < protect_first_n and not rows[head_end].is_summary:
+        head_end += 1
+        taken += 1
+    head_end = _align_head_end(rows, head_end)
+
+    tail_start = max(head_end, len(rows) - protect_last_n)
+    users = sum(1 for m in rows[tail_start:] if _is_real_user(m))
+    while users < min_tail_user_messages and tail_start > head_end:
+        tail_start -= 1
+        if _is_real_user(rows[tail_start]):
+            users += 1
+    tail_start = max(head_end, _align_tail_start(rows, tail_start))
+
+    middle = rows[head_end:tail_start]
+    return Selection(
+        head=rows[:head_end],
+        middle=middle,
+        tail=rows[tail_start:],
+        previous_summaries=[m for m in middle if m.is_summary],
+    )
+
+
+def select_around(live: list[Message], position: int, radius: int, head_len: int) -> Selection:
+    """Local compression: only the live rows within ``radius`` of ``position`` (never the head),
+    aligned so no tool call is separated from its results."""
+    rows = list(live)
+    index = next((i for i, m in enumerate(rows) if m.position >= position), len(rows) - 1)
+    start = max(head_len, index - radius)
+    end = min(len(rows), index + radius + 1)
+    start = _align_tail_start(rows, start)
+    start = max(start, head_len)
+    end = _align_head_end(rows, end)
+    return Selection(
+        head=rows[:start],
+        middle=rows[start:end],
+        tail=rows[end:],
+        previous_summaries=[m for m in rows[start:end] if m.is_summary],
+    )
+
+
+def orphans(messages: list[dict]) -> list[str]:
+    """Problems that would make a chat API refuse the context: tool results without their call
+    just before them, and calls without every result (SPEC C5). Empty when valid."""
+    problems = []
+    pending: set[str] = set()
+    for n, message in enumerate(messages):
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                problems.append(f"message {n}: tool result {call_id!r} has no call before it")
+            pending.discard(call_id)
+            continue
+        if pending:
+            problems.append(f"message {n}: calls {sorted(pending)} have no results")
+        pending = {c["id"] for c in message.get("tool_calls") or ()}
+    if pending:
+        problems.append(f"end: calls {sorted(pending)} have no results")
+    return problems

@@ -1,0 +1,111 @@
+"""The summary model call (SPEC L2): the ``openai`` SDK against any OpenAI-compatible base URL.
+
+No ``max_tokens`` or other output cap is sent: reasoning models spend a capped budget thinking and
+return empty or cut summaries, which caused compression loops elsewhere; the prompt states the
+target length instead. The reply is streamed so that both timeouts hold: ``idle`` (no byte for
+that long) through the HTTP read timeout, ``total`` by a deadline checked as chunks arrive.
+Reasoning (``<think>…</think>``, ``reasoning_content``) is never stored; an empty or
+reasoning-only answer is a failure.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import openai
+
+from compression.prompt import Prompt
+from hermes_site.config import SummaryModelConfig
+
+THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+UNCLOSED_THINK = re.compile(r"^\s*<(think|thinking|reasoning)>.*", re.S | re.I)
+
+
+class SummaryFailed(Exception):
+    """The model did not produce a usable summary; ``kind`` says why, for the event trail."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Summary:
+    text: str
+    model: str
+
+
+def strip_reasoning(text: str) -> str:
+    text = THINK.sub("", text)
+    text = UNCLOSED_THINK.sub("", text)  # a reply cut off inside its reasoning
+    return text.strip()
+
+
+def summarize(
+    prompt: Prompt,
+    model: SummaryModelConfig,
+    *,
+    idle_timeout: float,
+    total_timeout: float,
+) -> Summary:
+    timeout = openai.Timeout(
+        connect=min(10.0, idle_timeout or 10.0), read=idle_timeout or None, write=30.0, pool=10.0
+    )
+    client = openai.OpenAI(
+        base_url=model.base_url,
+        api_key=model.api_key or "not-needed",
+        timeout=timeout,
+        max_retries=0,  # the engine decides about retries and fallbacks
+    )
+    deadline = time.monotonic() + total_timeout if total_timeout else None
+    extra = dict(model.extra_body)
+    if model.reasoning_effort:
+        extra["reasoning_effort"] = model.reasoning_effort
+    parts: list[str] = []
+    try:
+        stream = client.chat.completions.create(
+            model=model.model,
+            messages=[
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ],
+            stream=True,
+            extra_body=extra or None,
+        )
+        with stream:
+            for chunk in stream:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+                for choice in chunk.choices or ():
+                    if choice.delta and choice.delta.content:
+                        parts.append(choice.delta.content)
+    except SummaryFailed:
+        raise
+    except openai.APITimeoutError:
+        raise SummaryFailed("timeout", f"no data for {idle_timeout:g} s") from None
+    except openai.RateLimitError as exc:
+        raise SummaryFailed("rate_limited", _message(exc)) from None
+    except openai.APIStatusError as exc:
+        raise SummaryFailed(f"http_{exc.status_code}", _message(exc)) from None
+    except openai.APIConnectionError as exc:
+        raise SummaryFailed("connection", str(exc.__cause__ or exc)) from None
+    except (openai.APIError, ValueError) as exc:
+        raise SummaryFailed("bad_response", str(exc)[:300]) from None
+    finally:
+        client.close()
+    text = strip_reasoning("".join(parts))
+    if not text:
+        raise SummaryFailed("empty", "the model returned no summary text (or only reasoning)")
+    return Summary(text=text, model=model.model)
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+    return str(exc)[:300]

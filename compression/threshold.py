@@ -1,0 +1,124 @@
+"""The token threshold at which a session compresses (SPEC T1). One pure function plus the lookup
+of per-model overrides (config file and the run-time table, longest matching substring wins)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hermes_site.config import CompressionConfig, ModelThreshold
+
+SPARK_MODEL = "gpt-5.3-codex-spark"
+SPARK_RATIO = 0.70
+
+
+@dataclass(frozen=True)
+class Override:
+    pattern: str
+    ratio: float | None
+    threshold_tokens: int | None
+    source: str  # "config" or "table"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    tokens: int
+    ratio: float
+    reason: str
+
+
+def _bare(model: str) -> str:
+    return model.strip().lower()
+
+
+def match_override(model: str, overrides: list[Override]) -> Override | None:
+    """The override whose pattern is the longest substring of the model name (case-insensitive).
+    On equal length the run-time table wins over the file: operators edit it to react now."""
+    name = _bare(model)
+    matches = [o for o in overrides if o.pattern.lower() in name]
+    if not matches:
+        return None
+    return max(matches, key=lambda o: (len(o.pattern), o.source == "table"))
+
+
+def config_overrides(config: CompressionConfig) -> list[Override]:
+    out = []
+    for pattern, value in config.model_thresholds.items():
+        if isinstance(value, ModelThreshold):
+            out.append(Override(pattern, value.ratio, value.threshold_tokens, "config"))
+        else:
+            out.append(Override(pattern, float(value), None, "config"))
+    return out
+
+
+def table_overrides() -> list[Override]:
+    from compression.models import ModelThresholdOverride
+
+    return [
+        Override(o.pattern, o.ratio, o.threshold_tokens, "table")
+        for o in ModelThresholdOverride.objects.filter(enabled=True)
+    ]
+
+
+def is_reasoning_model(model: str, config: CompressionConfig) -> bool:
+    name = _bare(model).rsplit("/", 1)[-1]
+    return any(
+        name.startswith(p.lower()) or (p.startswith("-") and p.lower() in name)
+        for p in config.reasoning_model_patterns
+    )
+
+
+def compute_threshold(
+    model: str,
+    context_window: int,
+    config: CompressionConfig,
+    overrides: list[Override] | None = None,
+) -> Threshold:
+    """threshold = (window - output reserve) x ratio, floored at 64K, 85% of the window where the
+    floor reaches it, capped by ``threshold_tokens``.
+
+    Ratio, in order: a per-model override (longest substring wins), else ``gpt-5.3-codex-spark``
+    0.70, else reasoning models 0.85, else the configured ratio; then a window under 512K raises
+    whichever ratio to at least 0.75 (raise-only, applied after overrides as in Hermes Agent).
+    """
+    override = match_override(model, overrides or [])
+    reasons = []
+    if override is not None and override.ratio is not None:
+        ratio = override.ratio
+        reasons.append(f"override '{override.pattern}' ({override.source}) ratio {ratio:.2f}")
+    elif SPARK_MODEL in _bare(model):
+        ratio = SPARK_RATIO
+        reasons.append(f"{SPARK_MODEL} ratio {ratio:.2f}")
+    elif is_reasoning_model(model, config):
+        ratio = config.reasoning_threshold
+        reasons.append(f"reasoning model ratio {ratio:.2f}")
+    else:
+        ratio = config.threshold
+        reasons.append(f"ratio {ratio:.2f}")
+    small = context_window < config.small_window_limit_tokens
+    if small and ratio < config.small_window_threshold:
+        ratio = config.small_window_threshold
+        reasons.append(
+            f"raised to {ratio:.2f} for a window under {config.small_window_limit_tokens:,}"
+        )
+    usable = max(1, context_window - config.output_reserve_tokens)
+    tokens = int(usable * ratio)
+    if tokens < config.threshold_floor_tokens:
+        tokens = config.threshold_floor_tokens
+        reasons.append(f"floored at {tokens:,}")
+    if tokens >= usable:
+        tokens = int(context_window * config.floor_reaches_window_ratio)
+        share = config.floor_reaches_window_ratio
+        reasons.append(f"floor reaches the window: {share:.0%} of {context_window:,}")
+    caps = [c for c in (config.threshold_tokens, override and override.threshold_tokens) if c]
+    if caps and min(caps) < tokens:
+        tokens = min(caps)
+        reasons.append(f"capped at {tokens:,}")
+    return Threshold(tokens=tokens, ratio=ratio, reason="; ".join(reasons))
+
+
+def threshold_for(session) -> Threshold:
+    from hermes_site.config import get_config
+
+    config = get_config().compression
+    overrides = config_overrides(config) + table_overrides()
+    return compute_threshold(session.model, session.context_window, config, overrides)

@@ -1,0 +1,434 @@
+"""The compression engine against a real loopback model server."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+
+import pytest
+
+from compression.engine import AlreadyRunning, compress
+from compression.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
+from compression.models import CompressionEvent
+from compression.prompt import SUMMARY_PREFIX, SUMMARY_SUFFIX, budget_tokens
+from compression.selection import orphans
+from hermes_site.config import CompressionConfig
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message, Session
+from sessions_app.services import recount
+
+
+@pytest.fixture
+def model_server():
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def summariser(hermes_config, model_server):
+    """The service configured to use the loopback model, with short timeouts."""
+
+    def configure(**compression):
+        return hermes_config(
+            auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
+            compression={
+                "context_timeout_seconds": 2,
+                "context_total_ceiling_seconds": 5,
+                **compression,
+            },
+        )
+
+    configure()
+    return configure
+
+
+def turn(n: int, *, tools: int = 1, size: int = 40) -> list[dict]:
+    """A user ask, an assistant tool call (``tools`` parallel calls), the results, a reply."""
+    calls = [
+        {
+            "id": f"call_{n}_{k}",
+            "type": "function",
+            "function": {"name": "run_shell", "arguments": f'{{"cmd": "step {n}.{k}"}}'},
+        }
+        for k in range(tools)
+    ]
+    return [
+        {"role": "user", "content": f"Question {n}: what about item-{n}? " + "x" * size},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        *[
+            {
+                "role": "tool",
+                "tool_call_id": c["id"],
+                "name": "run_shell",
+                "content": f"output of step {n}.{k} " + "y" * size,
+            }
+            for k, c in enumerate(calls)
+        ],
+        {"role": "assistant", "content": f"Answer {n}: item-{n} is fine."},
+    ]
+
+
+@pytest.fixture
+def channel(db):
+    return create_channel("engine")[0]
+
+
+def make_session(channel, turns: int = 12, **kwargs) -> Session:
+    session = services.open_session(channel, model="gpt-4o", system_prompt="You are terse.").session
+    messages = [m for n in range(turns) for m in turn(n, **kwargs)]
+    services.append_messages(session, messages)
+    session.refresh_from_db()
+    return session
+
+
+def originals_digest(session: Session) -> str:
+    rows = Message.objects.filter(session=session, is_summary=False).order_by("position")
+    digest = hashlib.sha256()
+    for row in rows.values_list("position", "role", "content", "tool_calls", "tool_call_id"):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+def assert_consistent(session: Session) -> list[dict]:
+    session.refresh_from_db()
+    actual = recount(session)
+    assert (session.live_messages, session.live_tokens, session.total_messages) == (
+        actual.live_messages,
+        actual.live_tokens,
+        actual.total_messages,
+    )
+    context = services.live_context(session)
+    assert orphans(context) == [], orphans(context)
+    return context
+
+
+# --- Selection, shape and write-back ---------------------------------------------------------
+
+
+def test_a_compression_keeps_head_and_tail_and_archives_the_middle(
+    channel, summariser, model_server
+):
+    model_server.then(Reply("## Goal\nKeep item-3 fine."))
+    session = make_session(channel)
+    before = originals_digest(session)
+    result = compress(session)
+    assert result.outcome == "compressed"
+    context = assert_consistent(session)
+    # system + 3 head messages + summary + tail of 20 (aligned to whole tool groups)
+    assert context[0] == {"role": "system", "content": "You are terse."}
+    summary = next(m for m in context if m["content"] and SUMMARY_PREFIX in m["content"])
+    assert summary["content"].endswith(SUMMARY_SUFFIX)
+    assert "## Goal\nKeep item-3 fine." in summary["content"]
+    index = context.index(summary)
+    assert index == 4
+    assert len(context) - index - 1 >= 20
+    assert originals_digest(session) == before  # no original changed
+    row = Message.objects.get(session=session, is_summary=True)
+    archived = Message.objects.filter(session=session, compressed=True)
+    assert set(archived.values_list("summarized_by", flat=True)) == {row.pk}
+    assert (row.covers_from_position, row.covers_to_position) == (
+        archived.order_by("position").first().position,
+        archived.order_by("position").last().position,
+    )
+    assert all(m.content is not None or m.tool_calls for m in archived)
+    event = result.events[0]
+    assert event.trigger == "manual_api" and event.outcome == "compressed"
+    assert event.rows_archived == archived.count()
+    assert event.tokens_after < event.tokens_before
+    assert event.summary_message_id == row.pk
+
+
+@pytest.mark.parametrize("tools", [1, 2, 3])
+def test_cuts_never_split_tool_calls_from_their_results(channel, hermes_config, tools):
+    for first_n in range(0, 6):
+        for last_n in range(1, 12):
+            hermes_config(compression={"protect_first_n": first_n, "protect_last_n": last_n})
+            session = make_session(channel, turns=6, tools=tools)
+            compress(session)
+            assert_consistent(session)
+
+
+def test_the_tail_always_holds_a_real_user_message(channel, hermes_config):
+    hermes_config(compression={"protect_last_n": 3, "min_tail_user_messages": 1})
+    session = make_session(channel, turns=8, tools=3)  # each turn ends with 5 non-user rows
+    compress(session)
+    context = assert_consistent(session)
+    summary_at = next(i for i, m in enumerate(context) if SUMMARY_PREFIX in (m["content"] or ""))
+    assert any(m["role"] == "user" for m in context[summary_at + 1 :])
+
+
+def test_the_summary_role_keeps_roles_alternating(channel, hermes_config):
+    hermes_config(compression={"protect_first_n": 0})
+    session = make_session(channel)
+    compress(session)
+    context = services.live_context(session)
+    assert context[1]["role"] == "user"  # right after the system prompt
+    hermes_config(compression={"protect_first_n": 1})
+    session = make_session(channel)
+    compress(session)
+    context = services.live_context(session)
+    assert [m["role"] for m in context[:3]] == ["system", "user", "assistant"]
+
+
+def test_budget_is_a_fifth_of_the_middle_clamped():
+    config = CompressionConfig()
+    assert budget_tokens(1_000, config) == 2_000
+    assert budget_tokens(30_000, config) == 6_000
+    assert budget_tokens(500_000, config) == 10_000
+
+
+# --- What is sent to the model ---------------------------------------------------------------
+
+
+def test_the_request_has_no_output_cap_and_states_the_target(channel, summariser, model_server):
+    session = make_session(channel, turns=20, size=2_000)
+    compress(session, focus="item-7")
+    (request,) = model_server.requests
+    body = request.body
+    assert request.path == "/v1/chat/completions"
+    assert body["model"] == "fake-summary"
+    for cap in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        assert cap not in body
+    prompt = body["messages"][1]["content"]
+    middle = sum(
+        Message.objects.filter(session=session, compressed=True).values_list(
+            "token_count", flat=True
+        )
+    )
+    expected = budget_tokens(middle, CompressionConfig())
+    assert expected > 2_000  # a fifth of the middle, not the floor
+    assert f"Target length: about {expected:,} tokens" in prompt
+    assert "Focus: keep the most detail about: item-7" in prompt
+    assert "## Open questions and pending user asks" in prompt
+    assert "history" in body["messages"][0]["content"]
+
+
+def test_long_messages_and_long_input_are_truncated_with_markers(channel, summariser, model_server):
+    summariser(summary_input_max_chars=20_000)
+    session = make_session(channel, turns=3)
+    services.append_messages(
+        session,
+        [
+            {"role": "user", "content": "A" * 4_000 + "MIDDLE" + "B" * 5_000},
+            {"role": "assistant", "content": "ok"},
+        ]
+        + [m for n in range(10, 40) for m in turn(n, size=600)],
+    )
+    compress(session)
+    prompt = model_server.requests[0].body["messages"][1]["content"]
+    assert "characters of this message omitted" in prompt
+    assert "MIDDLE" not in prompt  # dropped from the middle of the 9,006-character message
+    assert "INPUT TRUNCATED" in prompt
+    assert "the transcript was too long and was truncated" in prompt
+    event = CompressionEvent.objects.get(session=session)
+    assert "input truncated" in event.reason
+
+
+def test_reasoning_is_stripped_from_the_stored_summary(channel, summariser, model_server):
+    model_server.then(
+        Reply(
+            "<think>private chain of thought</think>## Goal\nShip it.",
+            reasoning="more hidden reasoning",
+        )
+    )
+    session = make_session(channel)
+    assert compress(session).outcome == "compressed"
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert "chain of thought" not in summary.content
+    assert "hidden reasoning" not in summary.content
+    assert "## Goal\nShip it." in summary.content
+
+
+# --- Failures and fallbacks -----------------------------------------------------------------
+
+FAILURES = {
+    "rate_limited": Fail(429, "Rate limit reached", code="rate_limit_exceeded"),
+    "server_error": Fail(500, "internal error"),
+    "payload_too_large": Fail(413, "Request Entity Too Large"),
+    "context_length": Fail(
+        400,
+        "This model's maximum context length is 8192 tokens",
+        code="context_length_exceeded",
+        type="invalid_request_error",
+    ),
+    "empty": Reply(content=""),
+    "reasoning_only": Reply(content="<think>only thinking, no answer</think>"),
+    "malformed": Malformed(),
+    "dropped": Drop(),
+    "idle_timeout": Reply(delay=3),
+    "total_timeout": Reply(content="slow " * 40, chunks=40, chunk_delay=0.2),
+}
+
+
+@pytest.mark.parametrize("name", list(FAILURES))
+def test_every_failure_falls_back_to_a_labelled_local_summary(
+    channel, summariser, model_server, name
+):
+    model_server.then(FAILURES[name])
+    session = make_session(channel)
+    before = originals_digest(session)
+    result = compress(session, max_passes=1)
+    assert result.outcome == "fallback"
+    event = result.events[0]
+    assert event.outcome == "fallback" and event.error
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert summary.is_fallback_summary
+    assert "FALLBACK SUMMARY" in summary.content
+    assert "## User requests" in summary.content and "item-" in summary.content
+    assert len(summary.content) < 8_000 + 1_000
+    session.refresh_from_db()
+    assert session.failure_streak == 1 and session.cooldown_until is not None
+    assert originals_digest(session) == before
+    assert_consistent(session)
+
+
+def test_abort_on_summary_failure_changes_nothing(channel, summariser, model_server):
+    summariser(abort_on_summary_failure=True)
+    model_server.then(Fail(500, "boom"))
+    session = make_session(channel)
+    rows_before = list(Message.objects.filter(session=session).values_list("pk", "active"))
+    result = compress(session, max_passes=1)
+    assert result.outcome == "failed"
+    assert "boom" in result.events[0].error
+    assert list(Message.objects.filter(session=session).values_list("pk", "active")) == rows_before
+    session.refresh_from_db()
+    assert session.cooldown_until is not None and session.compressions == 0
+
+
+def test_with_no_summary_model_the_local_summary_is_used_and_labelled(channel, db):
+    session = make_session(channel)
+    result = compress(session)
+    assert result.outcome == "fallback"
+    assert "no summary model configured" in result.events[0].error
+    session.refresh_from_db()
+    assert session.failure_streak == 0 and session.cooldown_until is None  # expected, not a failure
+
+
+# --- Iteration, concurrency, passes ----------------------------------------------------------
+
+
+def test_three_rounds_each_absorb_the_previous_summary(channel, summariser, model_server):
+    session = make_session(channel)
+    for round_ in range(1, 4):
+        model_server.then(Reply(f"## Goal\nRound {round_} summary."))
+        if round_ > 1:
+            services.append_messages(
+                session, [m for n in range(100 * round_, 100 * round_ + 8) for m in turn(n)]
+            )
+        assert compress(session, max_passes=1).outcome == "compressed"
+    prompts = [r.body["messages"][1]["content"] for r in model_server.requests]
+    assert "PREVIOUS SUMMARY" not in prompts[0]
+    assert "Round 1 summary." in prompts[1] and SUMMARY_PREFIX not in prompts[1]
+    assert "Round 2 summary." in prompts[2]
+    summaries = list(Message.objects.filter(session=session, is_summary=True).order_by("id"))
+    assert [s.active for s in summaries] == [False, False, True]
+    assert summaries[0].summarized_by_id == summaries[1].pk
+    assert summaries[1].summarized_by_id == summaries[2].pk
+    assert "Round 3 summary." in summaries[2].content
+    assert_consistent(session)
+
+
+def test_messages_appended_during_the_model_call_stay_live_after_the_summary(
+    channel, summariser, model_server, transactional_db
+):
+    model_server.then(Reply("## Goal\nslow summary", delay=1.0))
+    session = make_session(channel)
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not model_server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    services.append_messages(session, [{"role": "user", "content": "typed while summarising"}])
+    worker.join(10)
+    assert outcome["r"].outcome == "compressed"
+    context = assert_consistent(session)
+    assert context[-1] == {"role": "user", "content": "typed while summarising"}
+    summary_at = next(i for i, m in enumerate(context) if SUMMARY_PREFIX in (m["content"] or ""))
+    assert summary_at < len(context) - 1
+
+
+def test_a_second_request_while_one_runs_is_refused_and_one_summary_results(
+    channel, summariser, model_server, transactional_db
+):
+    model_server.then(Reply("## Goal\nonly one", delay=1.0))
+    session = make_session(channel)
+    worker = threading.Thread(target=lambda: compress(session))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not model_server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with pytest.raises(AlreadyRunning):
+        compress(session)
+    worker.join(10)
+    assert Message.objects.filter(session=session, is_summary=True).count() == 1
+    assert len(model_server.requests) == 1
+    session.refresh_from_db()
+    assert session.compressing_until is None  # the claim is released
+
+
+def test_a_session_reset_during_the_model_call_is_left_alone(
+    channel, summariser, model_server, transactional_db
+):
+    model_server.then(Reply("## Goal\nstale", delay=1.0))
+    session = make_session(channel)
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not model_server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    services.reset_session(session)
+    worker.join(10)
+    assert outcome["r"].outcome == "skipped"
+    assert "changed while the summary" in outcome["r"].events[0].reason
+    assert not Message.objects.filter(session=session, is_summary=True).exists()
+    assert_consistent(session)
+
+
+def test_more_passes_run_while_the_session_stays_over_its_threshold(channel, hermes_config):
+    hermes_config(compression={"threshold_tokens": 1_000, "max_attempts": 3, "protect_last_n": 40})
+    session = make_session(channel, turns=30, size=400)
+    result = compress(session)
+    assert len(result.passes) >= 2
+    assert [p.outcome for p in result.passes][:2] == ["fallback", "fallback"]
+    assert_consistent(session)
+
+
+def test_local_compression_only_touches_the_window_around_a_message(channel, db):
+    session = make_session(channel, turns=20)
+    around = Message.objects.get(session=session, content__startswith="Question 10:").position
+    result = compress(session, around_position=around)
+    assert result.outcome == "fallback"
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert summary.covers_from_position <= around <= summary.covers_to_position
+    assert summary.covers_to_position - summary.covers_from_position <= 25
+    context = assert_consistent(session)
+    assert context[-1]["content"] == "Answer 19: item-19 is fine."
+
+
+def test_in_place_false_continues_in_a_linked_session(channel, hermes_config):
+    hermes_config(compression={"in_place": False})
+    session = services.open_session(
+        channel, model="gpt-4o", system_prompt="sys", external_id="chat-9"
+    ).session
+    services.append_messages(session, [m for n in range(12) for m in turn(n)])
+    result = compress(session)
+    new = result.continued_in
+    assert new is not None and new.parent_id == session.pk
+    assert new.external_id == "chat-9"
+    assert services.open_session(channel, external_id="chat-9").session.pk == new.pk
+    assert_consistent(new)
+    assert Message.objects.filter(session=new, is_summary=True, active=True).count() == 1
+    session.refresh_from_db()
+    assert session.live_messages == 0
+    assert Message.objects.filter(session=session).count() == session.total_messages
+
+
+def test_nothing_to_compress_is_recorded_as_skipped(channel, db):
+    session = make_session(channel, turns=2)
+    result = compress(session)
+    assert result.outcome == "skipped"
+    assert "nothing to compress" in result.events[0].reason
