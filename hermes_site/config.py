@@ -221,6 +221,13 @@ class AuxiliaryConfig(_Block):
     compression: SummaryModelConfig = Field(default_factory=SummaryModelConfig)
 
 
+class SearchConfig(_Block):
+    """Recall (this service's own block)."""
+
+    rank_window: Annotated[int, Field(ge=100, le=1_000_000)] = 1_000
+    scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
+
+
 class ServerConfig(_Block):
     """Deployment settings of this service (not part of Hermes Agent's file)."""
 
@@ -232,6 +239,8 @@ class ServerConfig(_Block):
     max_message_bytes: Annotated[int, Field(ge=1024)] = 1024 * 1024
     max_request_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
     sqlite_busy_timeout_seconds: Annotated[float, Field(gt=0)] = 20
+    sqlite_cache_mib: Annotated[int, Field(ge=2, le=4096)] = 64
+    sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 256
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
 
@@ -254,6 +263,7 @@ class HermesConfig(_Block):
     model: ChatModelConfig = Field(default_factory=ChatModelConfig)
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

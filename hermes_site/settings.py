@@ -119,6 +119,8 @@ DATABASES = {
                 "PRAGMA synchronous=NORMAL;"
                 "PRAGMA foreign_keys=ON;"
                 f"PRAGMA busy_timeout={int(_server.sqlite_busy_timeout_seconds * 1000)};"
+                f"PRAGMA cache_size=-{_server.sqlite_cache_mib * 1024};"
+                f"PRAGMA mmap_size={_server.sqlite_mmap_mib * 1024 * 1024};"
             ),
         },
     }

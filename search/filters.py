@@ -16,5 +16,18 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     include_rolled_back: bool = False  # operators only
-    scan_rows: int = 200_000  # the bounded scan looks at most at this many newest rows
-    rank_window: int = 2_000  # BM25 ranks at most this many newest matches
+    # None: the configured search.scan_rows / search.rank_window.
+    scan_rows: int | None = None  # the bounded scan looks at most at this many newest rows
+    rank_window: int | None = None  # BM25 ranks at most this many newest matches
+
+    def resolved(self) -> Filters:
+        from dataclasses import replace
+
+        from hermes_site.config import get_config
+
+        config = get_config().search
+        return replace(
+            self,
+            scan_rows=self.scan_rows or config.scan_rows,
+            rank_window=self.rank_window or config.rank_window,
+        )

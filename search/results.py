@@ -87,10 +87,20 @@ class Nearby:
     __slots__ = COLUMNS
 
     def __init__(self, *values) -> None:
-        for name, value in zip(self.COLUMNS, values, strict=True):
-            setattr(self, name, value)
-        self.active, self.compressed = bool(self.active), bool(self.compressed)
-        created = self.created_at
+        (
+            self.id,
+            self.session_id,
+            self.position,
+            self.role,
+            self.content,
+            self.tool_calls,
+            active,
+            compressed,
+            is_summary,
+            created,
+        ) = values
+        self.active, self.compressed, self.is_summary = bool(active), bool(compressed), is_summary
+        self.created_at = created
         if isinstance(created, str):
             created = datetime.fromisoformat(created)
             self.created_at = created.replace(tzinfo=UTC) if created.tzinfo is None else created
@@ -131,7 +141,7 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
     asked), fetched for all hits in one query: a window per hit would be two queries each."""
     if not hits:
         return {}
-    slack = size + 3  # room for a few rolled-back rows inside the range
+    slack = size + 1  # room for a rolled-back row inside the range; more falls back to exact
     # One UNION ALL of index range reads (an OR of ranges would scan the table), read as plain
     # tuples: building model instances for every neighbour cost more than the query.
     parts, params = [], []

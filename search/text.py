@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from functools import lru_cache
 
 TEXT_VERSION = 1
 
@@ -80,6 +81,7 @@ def index_text(index: str, content: str | None, tool_calls: str | None) -> str:
         return content or ""
 
 
+@lru_cache(maxsize=65_536)
 def fold_char(ch: str) -> str:
     """One character, case- and diacritic-folded, always one character long."""
     base = unicodedata.normalize("NFD", ch)[0]
@@ -89,4 +91,6 @@ def fold_char(ch: str) -> str:
 
 def fold(text: str) -> str:
     """Position-preserving fold: ``fold(t)[i]`` corresponds to ``t[i]``."""
-    return "".join(fold_char(ch) for ch in text)
+    if text.isascii():
+        return text.lower()  # same length, same positions
+    return "".join(map(fold_char, text))
