@@ -1,0 +1,141 @@
+"""The service as deployed on its embedded default: a web process and a django-q2 worker on one
+SQLite file, a loopback summary model, and a gateway speaking HTTP. Nothing is faked in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from compression.fake_model import FakeModelServer, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(method: str, url: str, key: str, body: dict | None = None, timeout: float = 60):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - loopback
+    request.add_header("Authorization", f"Bearer {key}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture
+def service(tmp_path):
+    with FakeModelServer() as model:
+        model.script.default = Reply("## Goal\nSummarised by the loopback model.")
+        config = tmp_path / "hermes.yaml"
+        config.write_text(
+            f"server:\n  data_dir: {tmp_path}\n"
+            "auxiliary:\n  compression:\n    model: fake-summary\n"
+            f"    base_url: {model.base_url}\n",
+            encoding="utf-8",
+        )
+        env = {**os.environ, "HERMES_CONFIG": str(config)}
+        env.pop("PYTEST_CURRENT_TEST", None)
+        manage = [sys.executable, "manage.py"]
+        subprocess.run(
+            [*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
+        )
+        out = subprocess.run(
+            [*manage, "create_channel", "live"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+        key = out.split("store it now): ")[1].strip()
+        port = _free_port()
+        processes = [
+            subprocess.Popen(
+                [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ),
+            subprocess.Popen(
+                [*manage, "qcluster"],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ),
+        ]
+        base = f"http://127.0.0.1:{port}/api/v1"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200:
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail("the web process did not start")
+                time.sleep(0.3)
+            yield base, key, model
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+
+def test_a_gateway_compresses_through_the_real_worker_and_finds_the_originals(service):
+    base, key, model = service
+    status, session = _call(
+        "POST", f"{base}/sessions", key, {"model": "gpt-4o", "system_prompt": "sys"}
+    )
+    assert status == 201
+    sid = session["id"]
+    messages = []
+    for n in range(15):
+        messages += [
+            {"role": "user", "content": f"需要检查 server-{n} 的缓存配置"},
+            {"role": "assistant", "content": f"server-{n} checked: the cache TTL is {n * 10}s."},
+        ]
+    assert _call("POST", f"{base}/sessions/{sid}/messages", key, {"messages": messages})[0] == 201
+
+    status, result = _call(
+        "POST",
+        f"{base}/sessions/{sid}/compress",
+        key,
+        {"wait": True, "wait_seconds": 60},
+        timeout=90,
+    )
+    assert status == 200, result
+    assert result["outcome"] == "compressed"
+    assert model.requests and "max_tokens" not in model.requests[0].body
+
+    status, context = _call("GET", f"{base}/sessions/{sid}/context", key)
+    summary = context["messages"][4]["content"]
+    assert "Summarised by the loopback model." in summary
+    status, found = _call("GET", f"{base}/search?q=server-3", key)
+    kinds = {hit["message"]["kind"] for hit in found["hits"]}
+    assert "archived" in kinds
+    status, cjk = _call("GET", f"{base}/search?q=%E7%BC%93%E5%AD%98", key)  # 缓存
+    assert cjk["index"] == "bigram" and cjk["hits"]
