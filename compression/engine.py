@@ -91,6 +91,8 @@ def compress(
     focus: str | None = None,
     around_position: int | None = None,
     max_passes: int | None = None,
+    idle_timeout: float | None = None,
+    total_timeout: float | None = None,
 ) -> CompressionResult:
     """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
 
@@ -98,7 +100,11 @@ def compress(
     (up to ``max_attempts``) while the live tokens stay over the session's threshold.
     """
     config = get_config().compression
-    claim_seconds = config.context_total_ceiling_seconds + 120
+    timeouts = (
+        config.context_timeout_seconds if idle_timeout is None else idle_timeout,
+        config.context_total_ceiling_seconds if total_timeout is None else total_timeout,
+    )
+    claim_seconds = timeouts[1] + 120
     if not _claim(session, claim_seconds):
         raise AlreadyRunning(
             f"A compression of session {session.pk} is already running; try again shortly."
@@ -108,7 +114,7 @@ def compress(
         passes = max_passes or (1 if around_position is not None else config.max_attempts)
         target = threshold_for(session).tokens
         for n in range(passes):
-            outcome = _one_pass(session, trigger, focus, around_position, target, n)
+            outcome = _one_pass(session, trigger, focus, around_position, target, n, timeouts)
             result.passes.append(outcome)
             session.refresh_from_db()
             if outcome.outcome not in (Outcome.COMPRESSED, Outcome.FALLBACK):
@@ -140,6 +146,7 @@ def _one_pass(
     around: int | None,
     target: int,
     attempt: int = 0,
+    timeouts: tuple[float, float] | None = None,
 ) -> PassResult:
     """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time:
     compressing the same selection again would only re-summarise the summary."""

@@ -46,3 +46,16 @@ def compress_task(
     except AlreadyRunning as exc:
         return {"session_id": session_id, "outcome": "running", "error": exc.message}
     return result_dict(result)
+
+
+def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
+    """An automatic trigger's compression, re-checking the guards when it runs."""
+    from compression.triggers import run_automatic
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    decision = run_automatic(session, trigger)
+    if decision.result is not None:
+        return result_dict(decision.result)
+    return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}

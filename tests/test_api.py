@@ -86,7 +86,9 @@ def test_appending_messages_answers_the_rows_counters_and_decisions(gateway, ope
     assert [m["kind"] for m in body["messages"]] == ["live"] * 4
     assert body["session"]["counters"]["live_messages"] == 5
     assert body["session"]["usage"]["last_prompt_tokens"] == 900
-    assert body["decisions"] == []
+    (decision,) = body["decisions"]
+    assert decision["trigger"] == "threshold_post" and decision["action"] == "skip"
+    assert "912 tokens under the threshold 96,000" in decision["reason"]
     session = Session.objects.get(pk=opened["id"])
     assert body["session"]["counters"]["live_tokens"] == recount(session).live_tokens
 

@@ -51,7 +51,7 @@ def test_a_compression_already_running_is_409_and_starts_nothing(gateway, long_s
     response = gateway.post(f"/sessions/{long_session}/compress")
     assert response.status_code == 409
     assert "already running" in response.json()["detail"]
-    assert not CompressionEvent.objects.exists()
+    assert not CompressionEvent.objects.filter(trigger="manual_api").exists()
 
 
 def test_an_expired_claim_does_not_block_forever(gateway, long_session):
@@ -68,14 +68,14 @@ def test_compress_input_is_validated_and_scoped_to_the_channel(make_gateway, gat
     assert gateway.post(f"/sessions/{long_session}/compress", {"bogus": 1}).status_code == 422
     stranger = make_gateway("stranger")
     assert stranger.post(f"/sessions/{long_session}/compress").status_code == 404
-    assert not CompressionEvent.objects.exists()
+    assert not CompressionEvent.objects.filter(trigger="manual_api").exists()
 
 
 def test_the_cli_compresses_and_reports_each_pass(long_session):
     out = StringIO()
     call_command("compress", long_session, "--focus", "item-2", stdout=out)
     assert "pass 1: fallback" in out.getvalue()
-    assert CompressionEvent.objects.get().trigger == "manual_cli"
+    assert CompressionEvent.objects.filter(trigger="manual_cli", outcome="fallback").exists()
     with pytest.raises(CommandError, match="No session"):
         call_command("compress", "00000000-0000-0000-0000-000000000000")
 

@@ -222,7 +222,7 @@ def test_long_messages_and_long_input_are_truncated_with_markers(channel, summar
     assert "MIDDLE" not in prompt  # dropped from the middle of the 9,006-character message
     assert "INPUT TRUNCATED" in prompt
     assert "the transcript was too long and was truncated" in prompt
-    event = CompressionEvent.objects.get(session=session)
+    event = CompressionEvent.objects.get(session=session, trigger="manual_api")
     assert "input truncated" in event.reason
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import tokens
+from sessions_app import hooks, tokens
 from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput, StateConflict
 from sessions_app.services.validation import (
@@ -161,8 +161,10 @@ def append_messages(
     messages: list[dict[str, Any]],
     *,
     usage: dict[str, Any] | None = None,
+    run_hooks: bool = True,
 ) -> AppendResult:
-    """Validate every message first, then write all or nothing."""
+    """Validate every message first, then write all or nothing; then let the registered hooks
+    (the automatic compression triggers) decide, in the same transaction."""
     if not messages:
         raise InvalidInput("messages must contain at least one message.")
     messages = [normalize_message(m) for m in messages]
@@ -181,7 +183,8 @@ def append_messages(
             session.last_prompt_tokens = prompt_tokens
             session.last_completion_tokens = completion_tokens
             session.last_usage_at = timezone.now()
-    return AppendResult(messages=rows, session=session)
+        decisions = hooks.after_append(session, usage) if run_hooks else []
+    return AppendResult(messages=rows, session=session, decisions=decisions)
 
 
 def rollback_messages(session: Session, count: int, *, reason: str = "undo") -> list[Message]:

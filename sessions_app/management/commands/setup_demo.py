@@ -74,7 +74,8 @@ class Command(BaseCommand):
             ).session
             messages = conversation["messages"]
             for start in range(0, len(messages), BATCH):
-                append_messages(session, messages[start : start + BATCH])
+                # An import of past history, not a live conversation: no automatic triggers.
+                append_messages(session, messages[start : start + BATCH], run_hooks=False)
         return (
             f"Demo session {session.id}: {session.total_messages} messages, "
             f"{session.live_tokens:,} tokens"

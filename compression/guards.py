@@ -1,0 +1,95 @@
+"""Failure protection for automatic compression (SPEC F1-F3, T8), persisted on the session row.
+
+* cooldown (F1): after a failed summary automatic triggers skip until ``cooldown_until``;
+* anti-thrash (F2): ``anti_thrash_consecutive`` compressions in a row that each saved less than
+  ``anti_thrash_min_savings`` lock automatic compression for ``anti_thrash_lock_seconds``; so do
+  more than ``anti_thrash_max_compressions`` within ``anti_thrash_window_seconds`` (a loop that
+  "succeeds" every few turns). When the lock ends, the next compression is the probe: a good one
+  clears the streak, a poor one locks again. Every lock ends, so nothing latches forever;
+* exhaustion (F3): ``exhaustion_failure_limit`` failures in a row mean "compression exhausted".
+
+Manual triggers bypass all of these (T6); error triggers bypass cooldown and anti-thrash (T4: the
+call cannot succeed without compressing).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import F
+from django.utils import timezone
+
+from compression.models import CompressionEvent
+from hermes_site.config import get_config
+from sessions_app.models import Session
+
+Trigger = CompressionEvent.Trigger
+MANUAL = {
+    Trigger.MANUAL_API,
+    Trigger.MANUAL_CLI,
+    Trigger.MANUAL_CHANNEL,
+    Trigger.MANUAL_ACP,
+    Trigger.MANUAL_ADMIN,
+}
+BYPASS_LOCKS = MANUAL | {Trigger.ERROR}
+DONE = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
+
+
+def blocked(session: Session, trigger: str, now: datetime | None = None) -> str | None:
+    """Why an automatic trigger may not compress now, or None if it may."""
+    if trigger in MANUAL:
+        return None
+    config = get_config().compression
+    if not config.enabled:
+        return "automatic compression is off (compression.enabled: false)"
+    if trigger in BYPASS_LOCKS:
+        return None
+    now = now or timezone.now()
+    if session.cooldown_until and now < session.cooldown_until:
+        return f"cooldown after a failed summary until {session.cooldown_until:%Y-%m-%d %H:%M:%S}"
+    if session.thrash_lock_until and now < session.thrash_lock_until:
+        return f"anti-thrash lock until {session.thrash_lock_until:%Y-%m-%d %H:%M:%S}"
+    return None
+
+
+def exhausted(session: Session) -> bool:
+    return session.failure_streak >= get_config().compression.exhaustion_failure_limit
+
+
+def record(session: Session, event: CompressionEvent) -> str | None:
+    """Update the anti-thrash state after an automatic compression; returns the lock reason if
+    this compression locked automatic compression."""
+    if event.trigger in MANUAL or event.outcome not in DONE:
+        return None
+    config = get_config().compression
+    now = timezone.now()
+    savings = event.savings_ratio or 0.0
+    if savings < config.anti_thrash_min_savings:
+        Session.objects.filter(pk=session.pk).update(ineffective_streak=F("ineffective_streak") + 1)
+    else:
+        Session.objects.filter(pk=session.pk).update(ineffective_streak=0, thrash_lock_until=None)
+    session.refresh_from_db(fields=["ineffective_streak", "thrash_lock_until"])
+    reason = None
+    if session.ineffective_streak >= config.anti_thrash_consecutive:
+        reason = (
+            f"{session.ineffective_streak} compressions in a row saved under "
+            f"{config.anti_thrash_min_savings:.0%}"
+        )
+    else:
+        window_start = now - timedelta(seconds=config.anti_thrash_window_seconds)
+        recent = (
+            CompressionEvent.objects.filter(
+                session=session, created_at__gte=window_start, outcome__in=DONE
+            )
+            .exclude(trigger__in=MANUAL)
+            .count()
+        )
+        if recent > config.anti_thrash_max_compressions:
+            reason = (
+                f"{recent} automatic compressions within {config.anti_thrash_window_seconds:g} s"
+            )
+    if reason:
+        until = now + timedelta(seconds=config.anti_thrash_lock_seconds)
+        Session.objects.filter(pk=session.pk).update(thrash_lock_until=until)
+        session.thrash_lock_until = until
+    return reason

@@ -1,0 +1,245 @@
+"""When to compress (SPEC T1-T5, G1-G2). Every decision -- fire, skip and why -- is written to the
+compression-event trail, so "why did (or didn't) this session compress?" always has an answer."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from compression import guards
+from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.models import CompressionEvent
+from compression.threshold import threshold_for
+from hermes_site.config import get_config
+from sessions_app.models import Message, Session
+
+logger = logging.getLogger(__name__)
+Trigger = CompressionEvent.Trigger
+Outcome = CompressionEvent.Outcome
+LONG_CONTEXT_WINDOW = 200_000
+
+
+@dataclass
+class Decision:
+    trigger: str
+    action: str  # compress | skip | locked | queued | exhausted
+    reason: str
+    result: CompressionResult | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        return {"trigger": self.trigger, "action": self.action, "reason": self.reason}
+
+
+def _record(session: Session, trigger: str, outcome: str, reason: str, **fields) -> None:
+    CompressionEvent.objects.create(
+        session=session,
+        trigger=trigger,
+        outcome=outcome,
+        reason=reason[:300],
+        tokens_before=fields.get("tokens", session.live_tokens),
+        messages_before=session.live_messages,
+        threshold_tokens=fields.get("threshold"),
+    )
+
+
+def decide(session: Session, trigger: str, tokens: int, *, force_reason: str = "") -> Decision:
+    """Whether ``trigger`` should compress ``session`` at ``tokens``; skips are recorded here,
+    firing is recorded by the engine (or by :func:`enqueue`)."""
+    threshold = threshold_for(session)
+    if not force_reason and tokens < threshold.tokens:
+        reason = f"{tokens:,} tokens under the threshold {threshold.tokens:,} ({threshold.reason})"
+        _record(
+            session, trigger, Outcome.SKIPPED, reason, tokens=tokens, threshold=threshold.tokens
+        )
+        return Decision(trigger, "skip", reason)
+    why = force_reason or f"{tokens:,} tokens at or over the threshold {threshold.tokens:,}"
+    block = guards.blocked(session, trigger)
+    if block:
+        _record(
+            session,
+            trigger,
+            Outcome.LOCKED,
+            f"{why}, but {block}",
+            tokens=tokens,
+            threshold=threshold.tokens,
+        )
+        return Decision(trigger, "locked", f"{why}, but {block}")
+    return Decision(trigger, "compress", why)
+
+
+def run_automatic(session: Session, trigger: str, **kwargs: Any) -> Decision:
+    """Compress now for an automatic trigger; a compression already running is not a failure
+    (the attempt is refunded), and the anti-thrash state is updated from the result."""
+    session.refresh_from_db()
+    block = guards.blocked(session, trigger)
+    if block:
+        _record(session, trigger, Outcome.LOCKED, block)
+        return Decision(trigger, "locked", block)
+    try:
+        result = compress(session, trigger=trigger, **kwargs)
+    except AlreadyRunning:
+        return Decision(trigger, "skip", "another compression of this session is running")
+    reason = ""
+    for step in result.passes:
+        locked = guards.record(session, step.event)
+        if locked:
+            reason = f"; anti-thrash: {locked}"
+    return Decision(trigger, result.outcome, f"compression {result.outcome}{reason}", result)
+
+
+def enqueue(session: Session, trigger: str) -> None:
+    """Run an automatic compression in the worker once the current transaction commits."""
+    from django_q.tasks import async_task
+
+    session_id = str(session.pk)
+    transaction.on_commit(
+        lambda: async_task(
+            "compression.tasks.automatic_task",
+            session_id,
+            trigger,
+            task_name=f"{trigger} {session_id}",
+            group="compression",
+        )
+    )
+
+
+def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decision]:
+    """The check after messages were stored: with the usage a model reported (post-call, T1),
+    else with the local estimate. Firing enqueues the compression; the caller never waits."""
+    prompt = (usage or {}).get("prompt_tokens", (usage or {}).get("input_tokens"))
+    if prompt is not None:
+        completion = (usage or {}).get("completion_tokens", (usage or {}).get("output_tokens")) or 0
+        trigger, tokens = Trigger.THRESHOLD_POST, int(prompt) + int(completion)
+    else:
+        trigger, tokens = Trigger.THRESHOLD_PRE, session.live_tokens
+    decision = decide(session, trigger, tokens)
+    if decision.action == "compress":
+        enqueue(session, trigger)
+        decision.action = "queued"
+    return [decision]
+
+
+def after_append_hook(session: Session, usage: dict[str, Any] | None) -> list[dict[str, str]]:
+    return [d.as_dict() for d in after_append(session, usage)]
+
+
+def hygiene(session: Session) -> Decision:
+    """G1: before an inbound user message reaches the agent. Reads only the session's counters
+    (O(1), no scan, no network). Either limit forces a compression, bounded by the hygiene
+    timeouts; a failed hygiene compression starts the hygiene cooldown (G2)."""
+    config = get_config().compression
+    tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
+    force = ""
+    if session.live_messages >= config.hygiene_hard_message_limit:
+        force = (
+            f"{session.live_messages:,} live messages at or over the hard limit "
+            f"{config.hygiene_hard_message_limit:,}"
+        )
+    if not force and tokens < threshold_for(session).tokens:
+        return Decision(Trigger.HYGIENE, "skip", "under both hygiene limits")
+    since = timezone.now() - timedelta(seconds=config.hygiene_failure_cooldown_seconds)
+    recent_failure = CompressionEvent.objects.filter(
+        session=session, trigger=Trigger.HYGIENE, outcome=Outcome.FAILED, created_at__gte=since
+    ).exists()
+    if recent_failure:
+        reason = "hygiene cooldown after a failed hygiene compression"
+        _record(session, Trigger.HYGIENE, Outcome.LOCKED, reason)
+        return Decision(Trigger.HYGIENE, "locked", reason)
+    decision = decide(session, Trigger.HYGIENE, tokens, force_reason=force)
+    if decision.action != "compress":
+        return decision
+    return run_automatic(
+        session,
+        Trigger.HYGIENE,
+        idle_timeout=config.hygiene_timeout_seconds,
+        total_timeout=config.hygiene_total_ceiling_seconds,
+    )
+
+
+# --- Error responses (T4) ---------------------------------------------------------------------
+
+CONTEXT_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|context window|prompt is too long|"
+    r"too many tokens|reduce the length|input is too long|exceeds the context",
+    re.I,
+)
+OUTPUT_TOO_LARGE = re.compile(
+    r"max_tokens|max_completion_tokens|output.{0,40}too (large|long)", re.I
+)
+LONG_CONTEXT = re.compile(r"long.?context|extended context|context.{0,20}rate", re.I)
+
+
+def classify_error(status: int | None, message: str, code: str | None = None) -> str | None:
+    """Which model errors mean "the request is too big" (and so call for compression)."""
+    text = f"{code or ''} {message}"
+    if status == 413 or re.search(r"payload too large|request entity too large", text, re.I):
+        return "payload_too_large"
+    if status == 429:
+        return "long_context_rate_limit" if LONG_CONTEXT.search(text) else None
+    if OUTPUT_TOO_LARGE.search(text) and not CONTEXT_OVERFLOW.search(text):
+        return "output_too_large"
+    if CONTEXT_OVERFLOW.search(text):
+        return "context_overflow"
+    return None
+
+
+def lower_window_for_long_context(session: Session) -> None:
+    if session.context_window > LONG_CONTEXT_WINDOW:
+        Session.objects.filter(pk=session.pk).update(
+            context_window=LONG_CONTEXT_WINDOW,
+            context_window_source=Session.WindowSource.LOWERED,
+        )
+        session.context_window = LONG_CONTEXT_WINDOW
+        session.context_window_source = Session.WindowSource.LOWERED
+
+
+# --- Exhaustion (F3) --------------------------------------------------------------------------
+
+
+def reset_after_exhaustion(session: Session) -> int:
+    """Keep the history up to the last good (model-written) summary and archive what came after;
+    with no good summary, archive everything but the system prompt. Never deletes."""
+    from sessions_app.services import reset_session
+
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        good = (
+            Message.objects.filter(
+                session=locked, active=True, is_summary=True, is_fallback_summary=False
+            )
+            .order_by("-position", "-id")
+            .first()
+        )
+        if good is None:
+            archived = reset_session(locked)
+        else:
+            now = timezone.now()
+            after = Message.objects.filter(session=locked, active=True, position__gt=good.position)
+            stats = list(after.values_list("token_count", flat=True))
+            archived = after.update(
+                active=False,
+                compressed=True,
+                archive_reason=Message.ArchiveReason.RESET,
+                archived_at=now,
+            )
+            locked.live_messages -= archived
+            locked.live_tokens -= sum(stats)
+            locked.last_reset_at = now
+            locked.save(
+                update_fields=["live_messages", "live_tokens", "last_reset_at", "updated_at"]
+            )
+        Session.objects.filter(pk=locked.pk).update(failure_streak=0, cooldown_until=None)
+    session.refresh_from_db()
+    _record(
+        session,
+        Trigger.HYGIENE,
+        Outcome.SKIPPED,
+        f"compression exhausted: session reset, {archived} rows archived",
+    )
+    return archived
