@@ -12,7 +12,9 @@ from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from compression.models import CompressionEvent
-from sessions_app.api.schemas import ErrorOut
+from compression.tasks import result_dict
+from compression.turn import run_turn
+from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
 from sessions_app.services import StateConflict, get_session_for_channel
 
 router = Router(tags=["compression"])
@@ -106,8 +108,35 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
     return Status(202, {"session_id": str(session.pk), "outcome": "queued", "task_id": task_id})
 
 
-@router.post("/sessions/{session_id}/turn", response={200: dict, **ERRORS})
+class DecisionOut(Schema):
+    trigger: str
+    action: str
+    reason: str
+
+
+class TurnOut(Schema):
+    session: SessionOut
+    reply: MessageOut | None = Field(description="The model's reply as stored; null for /compress.")
+    usage: dict[str, int] | None = None
+    decisions: list[DecisionOut] = Field(
+        description="What hygiene, preflight, error and post-call checks decided, in order."
+    )
+    command: CompressOut | None = Field(None, description="The result of /compress [focus].")
+
+
+@router.post(
+    "/sessions/{session_id}/turn",
+    response={200: TurnOut, 502: ErrorOut, 503: ErrorOut, **ERRORS},
+)
 def turn(request: HttpRequest, session_id: str, payload: TurnIn):
-    """The gateway's inbound user message: hygiene, preflight, model call. Not built yet: 501."""
-    get_session_for_channel(request.auth, session_id)
-    return Status(501, {"detail": "The agent turn is not implemented yet in this version."})
+    """The gateway's inbound user message: hygiene, preflight, the chat model call, the reply and
+    usage stored, the post-call check. `/compress [focus]` runs the manual command instead."""
+    session = get_session_for_channel(request.auth, session_id)
+    result = run_turn(session, payload.content, payload.name)
+    return {
+        "session": SessionOut.of(result.session),
+        "reply": MessageOut.of(result.reply) if result.reply else None,
+        "usage": result.usage,
+        "decisions": [d.as_dict() for d in result.decisions],
+        "command": result_dict(result.command) if result.command else None,
+    }

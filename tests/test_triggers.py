@@ -1,0 +1,443 @@
+"""Triggers, the agent turn and the failure guards, driven through loopback model servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from compression import guards, plugins
+from compression.engine import compress
+from compression.fake_model import Fail, FakeModelServer, Reply
+from compression.models import CompressionEvent, ModelThresholdOverride
+from compression.triggers import classify_error, hygiene
+from sessions_app import services
+from sessions_app.models import Message, Session
+from tests.test_compression import assert_consistent, turn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def chat_model():
+    with FakeModelServer() as server:
+        server.script.default = Reply(
+            "Sure — done.",
+            usage={"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912},
+        )
+        yield server
+
+
+@pytest.fixture
+def configured(hermes_config, chat_model):
+    def apply(**compression):
+        return hermes_config(
+            model={"default": "gpt-4o", "base_url": chat_model.base_url},
+            compression=compression,
+        )
+
+    apply()
+    return apply
+
+
+@pytest.fixture
+def gw(make_gateway):
+    return make_gateway("turns")
+
+
+def open_long(gw, turns: int = 12, **fields) -> str:
+    sid = gw.open(system_prompt="sys", **fields)["id"]
+    gw.post(f"/sessions/{sid}/messages", {"messages": [m for n in range(turns) for m in turn(n)]})
+    return sid
+
+
+def events(sid: str, **filters) -> list[CompressionEvent]:
+    return list(CompressionEvent.objects.filter(session_id=sid, **filters).order_by("id"))
+
+
+# --- The turn -------------------------------------------------------------------------------
+
+
+def test_a_turn_stores_the_message_calls_the_model_and_stores_the_reply(gw, configured, chat_model):
+    sid = open_long(gw, turns=2)
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "and now?"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reply"]["content"] == "Sure — done." and body["reply"]["role"] == "assistant"
+    assert body["usage"] == {"prompt_tokens": 900, "completion_tokens": 12}
+    sent = chat_model.requests[0].body["messages"]
+    assert sent[-1] == {"role": "user", "content": "and now?"}
+    assert [d["trigger"] for d in body["decisions"]] == ["hygiene", "preflight", "threshold_post"]
+    assert body["session"]["usage"]["last_prompt_tokens"] == 900
+    assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_slash_compress_runs_the_manual_command_instead_of_the_model(gw, configured, chat_model):
+    sid = open_long(gw)
+    body = gw.post(f"/sessions/{sid}/turn", {"content": "/compress the database"}).json()
+    assert body["reply"] is None
+    assert body["command"]["outcome"] == "fallback"
+    assert not chat_model.requests
+    assert events(sid, trigger="manual_channel")[0].outcome == "fallback"
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (
+            Fail(
+                400,
+                "This model's maximum context length is 128000 tokens",
+                code="context_length_exceeded",
+            ),
+            "context_overflow",
+        ),
+        (Fail(413, "Request Entity Too Large"), "payload_too_large"),
+        (Fail(400, "max_tokens is too large: 9000000"), "output_too_large"),
+        (Fail(429, "Rate limit for long context requests exceeded"), "long_context_rate_limit"),
+    ],
+)
+def test_a_too_large_error_compresses_at_once_and_retries(gw, configured, chat_model, error, kind):
+    sid = open_long(gw, context_window=1_000_000)
+    Session.objects.filter(pk=sid).update(cooldown_until=timezone.now() + timedelta(hours=1))
+    chat_model.then(error)
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "go on"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    error_steps = [d for d in body["decisions"] if d["trigger"] == "error"]
+    assert len(error_steps) == 1 and kind in error_steps[0]["reason"]
+    assert len(chat_model.requests) == 2  # the failed call and the retry
+    assert len(chat_model.requests[1].body["messages"]) < len(
+        chat_model.requests[0].body["messages"]
+    )
+    session = Session.objects.get(pk=sid)
+    if kind == "long_context_rate_limit":
+        assert (session.context_window, session.context_window_source) == (200_000, "lowered")
+
+
+def test_errors_that_compression_cannot_fix_are_502_and_the_message_is_kept(
+    gw, configured, chat_model
+):
+    sid = open_long(gw, turns=2)
+    chat_model.then(Fail(500, "upstream exploded"))
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "still there?"})
+    assert response.status_code == 502
+    assert "upstream exploded" in response.json()["detail"]
+    last = Message.objects.filter(session_id=sid).order_by("-position").first()
+    assert last.content == "still there?"
+
+
+def test_after_max_attempts_the_turn_gives_up(gw, configured, chat_model):
+    sid = open_long(gw, turns=40)
+    chat_model.then(*[Fail(413, "too large")] * 5)
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "x"})
+    assert response.status_code == 502
+    assert len(chat_model.requests) <= 4
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "code", "kind"),
+    [
+        (413, "", None, "payload_too_large"),
+        (400, "Request payload too large", None, "payload_too_large"),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", None, "context_overflow"),
+        (400, "", "context_length_exceeded", "context_overflow"),
+        (400, "Please reduce the length of the messages", None, "context_overflow"),
+        (400, "max_tokens is too large", None, "output_too_large"),
+        (429, "long context rate limit reached", None, "long_context_rate_limit"),
+        (429, "Rate limit reached for requests", None, None),
+        (500, "internal", None, None),
+        (401, "invalid api key", None, None),
+    ],
+)
+def test_model_errors_are_classified(status, message, code, kind):
+    assert classify_error(status, message, code) == kind
+
+
+# --- Post-call, pre-call and preflight ------------------------------------------------------
+
+
+def test_reported_usage_over_the_threshold_enqueues_a_compression(
+    gw, configured, django_capture_on_commit_callbacks
+):
+    sid = open_long(gw)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = gw.post(
+            f"/sessions/{sid}/messages",
+            {
+                "messages": [{"role": "user", "content": "next"}],
+                "usage": {"prompt_tokens": 120_000, "completion_tokens": 10},
+            },
+        )
+    (decision,) = response.json()["decisions"]
+    assert decision["action"] == "queued" and "120,010 tokens" in decision["reason"]
+    assert events(sid, trigger="threshold_post", outcome="fallback")
+
+
+def test_every_skip_is_recorded_with_its_reason(gw, configured):
+    sid = open_long(gw, turns=1)
+    (event,) = events(sid, trigger="threshold_pre")
+    assert event.outcome == "skipped" and "under the threshold 96,000" in event.reason
+    assert event.threshold_tokens == 96_000
+
+
+def test_a_run_time_override_changes_the_threshold(gw, configured):
+    ModelThresholdOverride.objects.create(pattern="gpt-4o", ratio=0.9, threshold_tokens=5_000)
+    sid = open_long(gw, turns=1)
+    assert events(sid, trigger="threshold_pre")[0].threshold_tokens == 5_000
+
+
+def test_a_context_engine_can_ask_for_compression_below_the_threshold(gw, configured):
+    class Eager:
+        name = "eager"
+
+        def wants_compression(self, session, context):
+            return "keep it short" if len(context) > 10 else None
+
+    engine = Eager()
+    plugins.register(engine)
+    try:
+        sid = open_long(gw)
+        body = gw.post(f"/sessions/{sid}/turn", {"content": "hello"}).json()
+    finally:
+        plugins.unregister(engine)
+    plugin = [d for d in body["decisions"] if d["trigger"] == "plugin"]
+    assert plugin and "eager: keep it short" in plugin[0]["reason"]
+    assert events(sid, trigger="plugin", outcome="fallback")
+
+
+def test_the_master_switch_stops_automatic_triggers_but_not_manual(
+    gw, configured, django_capture_on_commit_callbacks
+):
+    configured(enabled=False)
+    sid = open_long(gw)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = gw.post(
+            f"/sessions/{sid}/messages",
+            {"messages": [{"role": "user", "content": "x"}], "usage": {"prompt_tokens": 500_000}},
+        ).json()
+    assert body["decisions"][0]["action"] == "locked"
+    assert "compression.enabled: false" in body["decisions"][0]["reason"]
+    assert not events(sid, outcome="fallback")
+    assert gw.post(f"/sessions/{sid}/compress").json()["outcome"] == "fallback"
+
+
+# --- Hygiene --------------------------------------------------------------------------------
+
+
+def test_the_death_spiral_is_broken_with_the_model_unreachable(gw, hermes_config):
+    # Nothing listens on the chat or summary port: every network call fails.
+    hermes_config(
+        model={"default": "gpt-4o", "base_url": "http://127.0.0.1:9/v1"},
+        auxiliary={"compression": {"model": "s", "base_url": "http://127.0.0.1:9/v1"}},
+    )
+    sid = gw.open(system_prompt="sys")["id"]
+    session = Session.objects.get(pk=sid)
+    for start in range(0, 5_000, 1_000):
+        services.append_messages(
+            session,
+            [
+                {"role": "user" if n % 2 == 0 else "assistant", "content": f"m{start + n}"}
+                for n in range(1_000)
+            ],
+            run_hooks=False,
+        )
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "hello?"})
+    assert response.status_code == 502  # the chat model is down...
+    hygiene_steps = [e for e in events(sid, trigger="hygiene") if e.outcome == "fallback"]
+    assert hygiene_steps, "...but hygiene still compressed, locally"
+    session.refresh_from_db()
+    assert session.live_messages < 100
+    assert_consistent(session)
+
+
+def test_hygiene_reads_only_counters_and_passes_small_sessions(
+    gw, configured, django_assert_max_num_queries
+):
+    sid = open_long(gw, turns=2)
+    session = Session.objects.get(pk=sid)
+    with django_assert_max_num_queries(2):  # the threshold override lookup; no message scan
+        decision = hygiene(session)
+    assert decision.action == "skip"
+
+
+def test_a_failed_hygiene_compression_starts_the_hygiene_cooldown(gw, configured):
+    sid = open_long(gw)
+    session = Session.objects.get(pk=sid)
+    Session.objects.filter(pk=sid).update(live_tokens=500_000)
+    CompressionEvent.objects.create(session=session, trigger="hygiene", outcome="failed")
+    session.refresh_from_db()
+    decision = hygiene(session)
+    assert decision.action == "locked" and "hygiene cooldown" in decision.reason
+
+
+# --- Guards ---------------------------------------------------------------------------------
+
+
+def _auto_event(session, before: int, after: int) -> CompressionEvent:
+    return CompressionEvent.objects.create(
+        session=session,
+        trigger="threshold_post",
+        outcome="compressed",
+        tokens_before=before,
+        tokens_after=after,
+    )
+
+
+def test_anti_thrash_locks_after_two_poor_compressions_then_probes(gw, configured):
+    session = Session.objects.get(pk=open_long(gw, turns=1))
+    assert guards.record(session, _auto_event(session, 100_000, 95_000)) is None
+    assert "2 compressions in a row" in guards.record(
+        session, _auto_event(session, 100_000, 97_000)
+    )
+    assert "anti-thrash lock" in guards.blocked(session, "threshold_post")
+    assert guards.blocked(session, "manual_api") is None
+    assert guards.blocked(session, "error") is None
+    # The lock ends: the next compression is the probe. A poor probe locks again...
+    Session.objects.filter(pk=session.pk).update(thrash_lock_until=timezone.now())
+    session.refresh_from_db()
+    assert guards.blocked(session, "threshold_post") is None
+    assert guards.record(session, _auto_event(session, 100_000, 99_000))
+    assert guards.blocked(session, "threshold_post")
+    # ...a good one unlocks and clears the streak.
+    Session.objects.filter(pk=session.pk).update(thrash_lock_until=timezone.now())
+    session.refresh_from_db()
+    assert guards.record(session, _auto_event(session, 100_000, 20_000)) is None
+    session.refresh_from_db()
+    assert session.ineffective_streak == 0 and session.thrash_lock_until is None
+
+
+def test_too_many_compressions_in_a_window_lock_even_when_each_saves_a_lot(gw, configured):
+    session = Session.objects.get(pk=open_long(gw, turns=1))
+    reasons = [guards.record(session, _auto_event(session, 100_000, 10_000)) for _ in range(5)]
+    assert reasons[:4] == [None] * 4
+    assert "5 automatic compressions within 600 s" in reasons[4]
+
+
+def test_exhaustion_resets_to_the_last_good_summary(gw, configured, chat_model, hermes_config):
+    sid = open_long(gw)
+    session = Session.objects.get(pk=sid)
+    compress(session)  # a local (fallback) summary: not "good"
+    Message.objects.filter(session=session, is_summary=True).update(is_fallback_summary=False)
+    good = Message.objects.get(session=session, is_summary=True)
+    services.append_messages(session, [m for n in range(50, 53) for m in turn(n)], run_hooks=False)
+    Session.objects.filter(pk=sid).update(failure_streak=3)
+    body = gw.post(f"/sessions/{sid}/turn", {"content": "after the reset"}).json()
+    assert body["decisions"][0]["action"] == "exhausted"
+    session.refresh_from_db()
+    assert session.failure_streak == 0
+    live = list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
+    assert good in live
+    assert not [
+        m for m in live if m.position > good.position and m.content.startswith("Question 5")
+    ]
+    assert (
+        Message.objects.filter(session=session, content__startswith="Question 50").get().kind
+        == "archived"
+    )
+    assert_consistent(session)
+
+
+def test_cooldown_survives_a_restart(tmp_path):
+    config = tmp_path / "hermes.yaml"
+    config.write_text(
+        f"server:\n  data_dir: {tmp_path}\n"
+        "auxiliary:\n  compression:\n    model: s\n    base_url: http://127.0.0.1:9/v1\n",
+        encoding="utf-8",
+    )
+    env = {
+        **os.environ,
+        "HERMES_CONFIG": str(config),
+        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
+    }
+    env.pop("PYTEST_CURRENT_TEST", None)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
+    )
+    first = """
+import django; django.setup()
+from compression.engine import compress
+from sessions_app import services
+from sessions_app.keys import create_channel
+from tests.test_compression import turn
+s = services.open_session(create_channel("c")[0], model="gpt-4o", system_prompt="s").session
+services.append_messages(s, [m for n in range(12) for m in turn(n)], run_hooks=False)
+print(compress(s, max_passes=1).outcome, s.pk)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", first],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    assert out[-2] == "fallback"  # the summary model was unreachable
+    second = f"""
+import django; django.setup()
+from compression import guards
+from sessions_app.models import Session
+print(guards.blocked(Session.objects.get(pk="{out[-1]}"), "threshold_post"))
+"""
+    answer = subprocess.run(
+        [sys.executable, "-c", second],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "cooldown after a failed summary until" in answer
+
+
+def test_concurrent_triggers_on_one_session_make_exactly_one_compression(
+    gw, hermes_config, transactional_db
+):
+    with FakeModelServer() as summary_model:
+        summary_model.script.default = Reply("## Goal\nonce", delay=0.8)
+        hermes_config(auxiliary={"compression": {"model": "s", "base_url": summary_model.base_url}})
+        sid = open_long(gw)
+        Session.objects.filter(pk=sid).update(live_messages=6_000)  # hygiene's hard limit
+        session = Session.objects.get(pk=sid)
+        from compression.triggers import run_automatic
+
+        outcomes = {}
+        jobs = [
+            lambda: outcomes.setdefault("hygiene", hygiene(Session.objects.get(pk=sid)).action),
+            lambda: outcomes.setdefault(
+                "post", run_automatic(Session.objects.get(pk=sid), "threshold_post").action
+            ),
+            lambda: outcomes.setdefault("manual", gw.post(f"/sessions/{sid}/compress").status_code),
+        ]
+        threads = [threading.Thread(target=job) for job in jobs]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.05)
+        for thread in threads:
+            thread.join(20)
+    assert Message.objects.filter(session=session, is_summary=True).count() == 1
+    assert len(summary_model.requests) == 1
+    assert len(outcomes) == 3  # every trigger finished: compressed, or refused as already running
+    assert outcomes["manual"] in (200, 409)
+
+
+def test_a_running_compression_refunds_the_attempt(gw, configured):
+    session = Session.objects.get(pk=open_long(gw))
+    Session.objects.filter(pk=session.pk).update(
+        compressing_until=timezone.now() + timedelta(minutes=1)
+    )
+    from compression.triggers import run_automatic
+
+    decision = run_automatic(session, "threshold_post")
+    assert decision.action == "skip" and "running" in decision.reason
+    session.refresh_from_db()
+    assert session.failure_streak == 0
