@@ -129,20 +129,32 @@ def after_append_hook(session: Session, usage: dict[str, Any] | None) -> list[di
     return [d.as_dict() for d in after_append(session, usage)]
 
 
-def hygiene(session: Session) -> Decision:
-    """G1: before an inbound user message reaches the agent. Reads only the session's counters
-    (O(1), no scan, no network). Either limit forces a compression, bounded by the hygiene
-    timeouts; a failed hygiene compression starts the hygiene cooldown (G2)."""
+def hygiene_needed(session: Session) -> str | None:
+    """G1's check: why this session must compress before the next user message reaches the
+    agent, or None. Reads only the session's counters and the threshold (O(1): no message scan,
+    no network), so it works with the model down and costs the same at any session size."""
     config = get_config().compression
-    tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
-    force = ""
     if session.live_messages >= config.hygiene_hard_message_limit:
-        force = (
+        return (
             f"{session.live_messages:,} live messages at or over the hard limit "
             f"{config.hygiene_hard_message_limit:,}"
         )
-    if not force and tokens < threshold_for(session).tokens:
+    tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
+    threshold = threshold_for(session).tokens
+    if tokens >= threshold:
+        return f"{tokens:,} estimated tokens at or over the threshold {threshold:,}"
+    return None
+
+
+def hygiene(session: Session) -> Decision:
+    """G1/G2: before an inbound user message reaches the agent. Either limit forces a
+    compression, bounded by the hygiene timeouts; a failed hygiene compression starts the
+    hygiene cooldown."""
+    config = get_config().compression
+    force = hygiene_needed(session)
+    if force is None:
         return Decision(Trigger.HYGIENE, "skip", "under both hygiene limits")
+    tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
     since = timezone.now() - timedelta(seconds=config.hygiene_failure_cooldown_seconds)
     recent_failure = CompressionEvent.objects.filter(
         session=session, trigger=Trigger.HYGIENE, outcome=Outcome.FAILED, created_at__gte=since
