@@ -59,3 +59,45 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     if decision.result is not None:
         return result_dict(decision.result)
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}
+
+
+IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest
+
+
+def idle_sweep() -> dict[str, Any]:
+    """T3, scheduled every minute: compress sessions idle for ``idle_compact_after_seconds`` whose
+    live tokens are at or over the threshold floor (64,000). Off while that setting is 0."""
+    from datetime import timedelta
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    from compression.models import CompressionEvent
+    from compression.triggers import decide, run_automatic
+    from hermes_site.config import get_config
+
+    config = get_config().compression
+    if not config.idle_compact_after_seconds:
+        return {"idle": "off"}
+    now = timezone.now()
+    idle = (
+        Session.objects.filter(
+            last_activity_at__lt=now - timedelta(seconds=config.idle_compact_after_seconds),
+            live_tokens__gte=config.threshold_floor_tokens,
+        )
+        .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
+        .order_by("last_activity_at")[:IDLE_SWEEP_LIMIT]
+    )
+    done = {}
+    for session in idle:
+        reason = (
+            f"idle since {session.last_activity_at:%Y-%m-%d %H:%M:%S} with "
+            f"{session.live_tokens:,} live tokens (floor {config.threshold_floor_tokens:,})"
+        )
+        decision = decide(
+            session, CompressionEvent.Trigger.IDLE, session.live_tokens, force_reason=reason
+        )
+        if decision.action == "compress":
+            decision = run_automatic(session, CompressionEvent.Trigger.IDLE)
+        done[str(session.pk)] = decision.action
+    return {"idle": done}

@@ -441,3 +441,49 @@ def test_a_running_compression_refunds_the_attempt(gw, configured):
     assert decision.action == "skip" and "running" in decision.reason
     session.refresh_from_db()
     assert session.failure_streak == 0
+
+
+# --- Idle (T3) ------------------------------------------------------------------------------
+
+
+def _idle(sid: str, tokens: int) -> None:
+    Session.objects.filter(pk=sid).update(
+        live_tokens=tokens, last_activity_at=timezone.now() - timedelta(hours=2)
+    )
+
+
+def test_the_idle_sweep_is_scheduled_and_off_by_default(gw, configured):
+    from django_q.models import Schedule
+
+    from compression.tasks import idle_sweep
+
+    assert Schedule.objects.get(func="compression.tasks.idle_sweep").minutes == 1
+    sid = open_long(gw)
+    _idle(sid, 200_000)
+    assert idle_sweep() == {"idle": "off"}
+    assert not events(sid, trigger="idle")
+
+
+def test_the_idle_sweep_compresses_only_idle_sessions_over_the_floor(gw, configured):
+    from compression.tasks import idle_sweep
+
+    configured(idle_compact_after_seconds=3600)
+    big, small, busy = open_long(gw), open_long(gw), open_long(gw)
+    _idle(big, 70_000)
+    _idle(small, 60_000)
+    Session.objects.filter(pk=busy).update(live_tokens=90_000)  # active just now
+    result = idle_sweep()
+    assert set(result["idle"]) == {big}
+    assert events(big, trigger="idle", outcome="fallback")
+    assert not events(small, trigger="idle") and not events(busy, trigger="idle")
+
+
+def test_the_idle_sweep_respects_the_guards(gw, configured):
+    from compression.tasks import idle_sweep
+
+    configured(idle_compact_after_seconds=60)
+    sid = open_long(gw)
+    _idle(sid, 70_000)
+    Session.objects.filter(pk=sid).update(cooldown_until=timezone.now() + timedelta(minutes=5))
+    assert idle_sweep()["idle"] == {sid: "locked"}
+    assert events(sid, trigger="idle", outcome="locked")
