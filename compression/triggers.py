@@ -153,7 +153,13 @@ def hygiene(session: Session) -> Decision:
     config = get_config().compression
     force = hygiene_needed(session)
     if force is None:
-        return Decision(Trigger.HYGIENE, "skip", "under both hygiene limits")
+        reason = (
+            f"under both hygiene limits: {session.live_messages:,} live messages "
+            f"(limit {config.hygiene_hard_message_limit:,}), "
+            f"{max(session.live_tokens, session.last_prompt_tokens or 0):,} estimated tokens"
+        )
+        _record(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
+        return Decision(Trigger.HYGIENE, "skip", reason)
     tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
     since = timezone.now() - timedelta(seconds=config.hygiene_failure_cooldown_seconds)
     recent_failure = CompressionEvent.objects.filter(

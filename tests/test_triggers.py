@@ -263,9 +263,10 @@ def test_hygiene_reads_only_counters_and_passes_small_sessions(
 ):
     sid = open_long(gw, turns=2)
     session = Session.objects.get(pk=sid)
-    with django_assert_max_num_queries(2):  # the threshold override lookup; no message scan
+    with django_assert_max_num_queries(3):  # overrides lookup, the skip's event; no message scan
         decision = hygiene(session)
     assert decision.action == "skip"
+    assert events(sid, trigger="hygiene")[-1].reason.startswith("under both hygiene limits")
 
 
 def test_a_failed_hygiene_compression_starts_the_hygiene_cooldown(gw, configured):
