@@ -1,0 +1,72 @@
+"""Real-browser tests: Debian's chromium driven by Playwright (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+CHROMIUM = os.environ.get("HERMES_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM}: install Debian's chromium to run browser tests")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    # Playwright's sync API keeps an asyncio loop running in this thread, which makes Django's
+    # async-safety guard refuse the ORM calls tests make around the browser; allowed only while
+    # the browser runs.
+    saved = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield from _launch(playwright_api)
+    finally:
+        if saved is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = saved
+
+
+def _launch(playwright_api):
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.dialogs = dialogs  # any alert() a hostile message managed to run lands here
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def staff_login(live_server, django_user_model, page):
+    def login() -> None:
+        django_user_model.objects.create_superuser("op", "", "a-long-test-password")
+        page.goto(f"{live_server.url}/admin/login/")
+        page.fill("#id_username", "op")
+        page.fill("#id_password", "a-long-test-password")
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{live_server.url}/admin/")
+
+    return login
