@@ -53,6 +53,7 @@ class PassResult:
     outcome: str
     event: CompressionEvent
     summary: Message | None = None
+    model_failed: bool = False
 
 
 @dataclass
@@ -70,18 +71,31 @@ class CompressionResult:
         return [p.event for p in self.passes]
 
 
-def _claim(session: Session, seconds: float) -> bool:
+def _claim(session: Session, seconds: float):
+    """Take the session's compression claim; returns the claim (its expiry, which doubles as the
+    owner's token) or None if someone else holds an unexpired one."""
     now = timezone.now()
+    until = now + timedelta(seconds=seconds)
     claimed = (
         Session.objects.filter(pk=session.pk)
         .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
-        .update(compressing_until=now + timedelta(seconds=seconds))
+        .update(compressing_until=until)
     )
-    return claimed == 1
+    return until if claimed == 1 else None
 
 
-def _release(session: Session) -> None:
-    Session.objects.filter(pk=session.pk).update(compressing_until=None)
+def _renew(session: Session, claim, seconds: float):
+    """Extend our own claim before another pass; None if it was lost (expired and taken)."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    renewed = Session.objects.filter(pk=session.pk, compressing_until=claim).update(
+        compressing_until=until
+    )
+    return until if renewed == 1 else None
+
+
+def _release(session: Session, claim) -> None:
+    """Release only our own claim: one that expired and was taken by another run stays theirs."""
+    Session.objects.filter(pk=session.pk, compressing_until=claim).update(compressing_until=None)
 
 
 def compress(
@@ -93,6 +107,7 @@ def compress(
     max_passes: int | None = None,
     idle_timeout: float | None = None,
     total_timeout: float | None = None,
+    first_attempt: int = 0,
 ) -> CompressionResult:
     """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
 
@@ -104,8 +119,9 @@ def compress(
         config.context_timeout_seconds if idle_timeout is None else idle_timeout,
         config.context_total_ceiling_seconds if total_timeout is None else total_timeout,
     )
-    claim_seconds = timeouts[1] + 120
-    if not _claim(session, claim_seconds):
+    claim_seconds = timeouts[1] + 120  # one model call; renewed before every further pass
+    claim = _claim(session, claim_seconds)
+    if claim is None:
         raise AlreadyRunning(
             f"A compression of session {session.pk} is already running; try again shortly."
         )
@@ -113,9 +129,27 @@ def compress(
     try:
         passes = max_passes or (1 if around_position is not None else config.max_attempts)
         target = threshold_for(session).tokens
-        for n in range(passes):
-            outcome = _one_pass(session, trigger, focus, around_position, target, n, timeouts)
+        model_failed = False
+        for n in range(first_attempt, first_attempt + passes):
+            if n > first_attempt:
+                claim = _renew(session, claim, claim_seconds)
+                if claim is None:
+                    break
+            outcome = _one_pass(
+                session,
+                trigger,
+                focus,
+                around_position,
+                target,
+                n,
+                timeouts,
+                use_model=not model_failed,
+                attempt_no=len(result.passes) + 1,
+            )
             result.passes.append(outcome)
+            # After one failed model call, further passes of this run summarise locally: one
+            # outage is one failure, not max_attempts of them.
+            model_failed = model_failed or outcome.model_failed
             session.refresh_from_db()
             if outcome.outcome not in (Outcome.COMPRESSED, Outcome.FALLBACK):
                 break
@@ -124,11 +158,13 @@ def compress(
         if not config.in_place and result.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK):
             result.continued_in = _continue_in_new_session(session)
     finally:
-        _release(session)
+        if claim is not None:
+            _release(session, claim)
     return result
 
 
 def _event(session: Session, trigger: str, outcome: str, **fields) -> CompressionEvent:
+    fields.setdefault("attempt", 1)
     return CompressionEvent.objects.create(
         session=session,
         trigger=trigger,
@@ -147,6 +183,9 @@ def _one_pass(
     target: int,
     attempt: int = 0,
     timeouts: tuple[float, float] | None = None,
+    *,
+    use_model: bool = True,
+    attempt_no: int = 1,
 ) -> PassResult:
     """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time:
     compressing the same selection again would only re-summarise the summary."""
@@ -154,21 +193,18 @@ def _one_pass(
     started = time.monotonic()
     session.refresh_from_db()
     live = live_rows(session)
+    full = select(
+        live,
+        protect_first_n=config.protect_first_n,
+        protect_last_n=max(2, config.protect_last_n >> attempt),
+        min_tail_user_messages=config.min_tail_user_messages,
+    )
     if around is not None:
-        head = select(
-            live,
-            protect_first_n=config.protect_first_n,
-            protect_last_n=len(live),
-            min_tail_user_messages=0,
-        ).head
-        selection = select_around(live, around, LOCAL_RADIUS, len(head))
-    else:
-        selection = select(
-            live,
-            protect_first_n=config.protect_first_n,
-            protect_last_n=max(2, config.protect_last_n >> attempt),
-            min_tail_user_messages=config.min_tail_user_messages,
+        selection = select_around(
+            live, around, LOCAL_RADIUS, len(full.head), len(live) - len(full.tail)
         )
+    else:
+        selection = full
     if len(selection.middle) < MIN_MIDDLE or not selection.chat:
         event = _event(
             session,
@@ -177,6 +213,7 @@ def _one_pass(
             threshold_tokens=target,
             reason=f"nothing to compress: {len(selection.middle)} message(s) between the "
             f"protected head ({len(selection.head)}) and tail ({len(selection.tail)})",
+            attempt=attempt_no,
         )
         return PassResult(Outcome.SKIPPED, event)
 
@@ -191,14 +228,16 @@ def _one_pass(
     model = get_config().auxiliary.compression
     error = ""
     failure_kind = ""
-    if model.configured:
+    if model.configured and not use_model:
+        text, fallback, model_name = _local(selection, config), True, "local"
+        error = "the summary model failed earlier in this run; local summary used"
+    elif model.configured:
         try:
-            summary = summarize(
-                built,
-                model,
-                idle_timeout=config.context_timeout_seconds,
-                total_timeout=config.context_total_ceiling_seconds,
+            idle, total = timeouts or (
+                config.context_timeout_seconds,
+                config.context_total_ceiling_seconds,
             )
+            summary = summarize(built, model, idle_timeout=idle, total_timeout=total)
             text, fallback, model_name = summary.text, False, summary.model
         except SummaryFailed as failed:
             error, failure_kind = str(failed), failed.kind
@@ -214,8 +253,9 @@ def _one_pass(
                     summary_model=model.model,
                     reason="summary failed; abort_on_summary_failure is set, so nothing changed",
                     duration_ms=int((time.monotonic() - started) * 1000),
+                    attempt=attempt_no,
                 )
-                return PassResult(Outcome.FAILED, event)
+                return PassResult(Outcome.FAILED, event, model_failed=True)
             text, fallback, model_name = _local(selection, config), True, ""
     else:
         text, fallback, model_name = _local(selection, config), True, ""
@@ -234,6 +274,7 @@ def _one_pass(
         started=started,
         truncated=built.truncated_chars,
         budget=budget,
+        attempt_no=attempt_no,
     )
 
 
@@ -264,6 +305,7 @@ def _write_back(
     failed: bool,
     started: float,
     truncated: int,
+    attempt_no: int = 1,
     budget: int,
 ) -> PassResult:
     config = get_config().compression
@@ -291,8 +333,9 @@ def _write_back(
                 reason="the session changed while the summary was being written (reset or "
                 "rollback); nothing was written",
                 duration_ms=int((time.monotonic() - started) * 1000),
+                attempt=attempt_no,
             )
-            return PassResult(Outcome.SKIPPED, event)
+            return PassResult(Outcome.SKIPPED, event, model_failed=failed)
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
         summary = Message.objects.create(
             session=locked,
@@ -355,8 +398,9 @@ def _write_back(
             error=error,
             reason="; ".join(reason),
             duration_ms=int((time.monotonic() - started) * 1000),
+            attempt=attempt_no,
         )
-    return PassResult(outcome, event, summary)
+    return PassResult(outcome, event, summary, model_failed=failed)
 
 
 def _continue_in_new_session(session: Session) -> Session:

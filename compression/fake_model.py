@@ -49,11 +49,18 @@ class Malformed:
 
 
 @dataclass
+class Raw:
+    """A 200 with any JSON body: for replies that are JSON but not a chat completion."""
+
+    body: Any = None
+
+
+@dataclass
 class Drop:
     pass
 
 
-Behaviour = Reply | Fail | Malformed | Drop
+Behaviour = Reply | Fail | Malformed | Drop | Raw
 
 
 @dataclass
@@ -110,6 +117,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(behaviour, Drop):
             self.close_connection = True
             self.connection.shutdown(2)
+            return
+        if isinstance(behaviour, Raw):
+            self._json(200, behaviour.body)
             return
         if isinstance(behaviour, Malformed):
             data = b"{this is not json"

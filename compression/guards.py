@@ -35,14 +35,16 @@ BYPASS_LOCKS = MANUAL | {Trigger.ERROR}
 DONE = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
 
 
-def blocked(session: Session, trigger: str, now: datetime | None = None) -> str | None:
+def blocked(
+    session: Session, trigger: str, now: datetime | None = None, *, bypass_locks: bool = False
+) -> str | None:
     """Why an automatic trigger may not compress now, or None if it may."""
     if trigger in MANUAL:
         return None
     config = get_config().compression
     if not config.enabled:
         return "automatic compression is off (compression.enabled: false)"
-    if trigger in BYPASS_LOCKS:
+    if trigger in BYPASS_LOCKS or bypass_locks:
         return None
     now = now or timezone.now()
     if session.cooldown_until and now < session.cooldown_until:
@@ -56,14 +58,22 @@ def exhausted(session: Session) -> bool:
     return session.failure_streak >= get_config().compression.exhaustion_failure_limit
 
 
-def record(session: Session, event: CompressionEvent) -> str | None:
-    """Update the anti-thrash state after an automatic compression; returns the lock reason if
-    this compression locked automatic compression."""
-    if event.trigger in MANUAL or event.outcome not in DONE:
+def record(
+    session: Session,
+    trigger: str,
+    outcome: str,
+    tokens_before: int | None,
+    tokens_after: int | None,
+) -> str | None:
+    """Update the anti-thrash state after one automatic compression *run* (all its passes
+    together); returns the lock reason if this run locked automatic compression."""
+    if trigger in MANUAL or outcome not in DONE or not tokens_before or tokens_after is None:
         return None
     config = get_config().compression
     now = timezone.now()
-    savings = event.savings_ratio or 0.0
+    savings = 1 - tokens_after / tokens_before
+    previous_lock = session.thrash_lock_until
+    probe = previous_lock is not None and previous_lock <= now
     if savings < config.anti_thrash_min_savings:
         Session.objects.filter(pk=session.pk).update(ineffective_streak=F("ineffective_streak") + 1)
     else:
@@ -75,11 +85,15 @@ def record(session: Session, event: CompressionEvent) -> str | None:
             f"{session.ineffective_streak} compressions in a row saved under "
             f"{config.anti_thrash_min_savings:.0%}"
         )
-    else:
+    elif not (probe and savings >= config.anti_thrash_min_savings):
+        # Runs, not passes: each run's first event. A good probe after a lock is not re-locked
+        # by the runs that caused that lock: count only runs since the last lock ended.
         window_start = now - timedelta(seconds=config.anti_thrash_window_seconds)
+        if previous_lock is not None and previous_lock > window_start:
+            window_start = previous_lock
         recent = (
             CompressionEvent.objects.filter(
-                session=session, created_at__gte=window_start, outcome__in=DONE
+                session=session, created_at__gte=window_start, outcome__in=DONE, attempt=1
             )
             .exclude(trigger__in=MANUAL)
             .count()

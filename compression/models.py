@@ -53,6 +53,9 @@ class CompressionEvent(models.Model):
     summary_model = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    attempt = models.PositiveSmallIntegerField(
+        default=1, help_text="Pass number within one compression run (1 = the run's first)."
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

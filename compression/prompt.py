@@ -117,7 +117,11 @@ def build_prompt(
     focus: str | None = None,
 ) -> Prompt:
     transcript = "\n\n".join(render_message(m, config) for m in chat)
-    limit = config.summary_input_max_chars
+    earlier = "\n\n".join(strip_markers(m.content or "") for m in previous)
+    # L3 caps the whole input: the previous summary (itself bounded) and the instructions
+    # (about 2,000 characters) come out of the same budget as the transcript.
+    earlier = earlier[: config.summary_input_max_chars // 4]
+    limit = max(1_000, config.summary_input_max_chars - len(earlier) - 2_500)
     truncated = 0
     if len(transcript) > limit:
         keep_head = int(limit * 0.45)
@@ -140,7 +144,6 @@ def build_prompt(
         lines.append(f"Focus: keep the most detail about: {focus}")
     body = ["\n".join(lines), SECTIONS]
     if previous:
-        earlier = "\n\n".join(strip_markers(m.content or "") for m in previous)
         body.append(
             "PREVIOUS SUMMARY (of even earlier turns; update it with the transcript below, "
             "keeping what is still true and dropping what was superseded):\n" + earlier

@@ -83,16 +83,20 @@ def select(
     )
 
 
-def select_around(live: list[Message], position: int, radius: int, head_len: int) -> Selection:
-    """Local compression: only the live rows within ``radius`` of ``position`` (never the head),
-    aligned so no tool call is separated from its results."""
+def select_around(
+    live: list[Message], position: int, radius: int, head_len: int, tail_start: int
+) -> Selection:
+    """Local compression: only the live rows within ``radius`` of ``position``, never the head
+    nor the tail a full compression would protect (so an unanswered tool call at the end, or
+    the latest user message, is never archived), aligned to whole tool-call groups."""
     rows = list(live)
     index = next((i for i, m in enumerate(rows) if m.position >= position), len(rows) - 1)
     start = max(head_len, index - radius)
-    end = min(len(rows), index + radius + 1)
-    start = _align_tail_start(rows, start)
-    start = max(start, head_len)
-    end = _align_head_end(rows, end)
+    end = min(tail_start, index + radius + 1)
+    start = max(head_len, _align_tail_start(rows, start))
+    end = _align_tail_start(rows, end) if end < len(rows) else end
+    if end <= start:
+        start = end = max(head_len, min(start, tail_start))
     return Selection(
         head=rows[:start],
         middle=rows[start:end],

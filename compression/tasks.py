@@ -69,7 +69,7 @@ def idle_sweep() -> dict[str, Any]:
     live tokens are at or over the threshold floor (64,000). Off while that setting is 0."""
     from datetime import timedelta
 
-    from django.db.models import Q
+    from django.db.models import Exists, OuterRef, Q
     from django.utils import timezone
 
     from compression.models import CompressionEvent
@@ -80,12 +80,20 @@ def idle_sweep() -> dict[str, Any]:
     if not config.idle_compact_after_seconds:
         return {"idle": "off"}
     now = timezone.now()
+    # A session the sweep already handled since its last activity waits for new activity:
+    # one that cannot shrink below the floor must not take every sweep's places for ever.
+    handled = CompressionEvent.objects.filter(
+        session=OuterRef("pk"),
+        trigger=CompressionEvent.Trigger.IDLE,
+        created_at__gt=OuterRef("last_activity_at"),
+    )
     idle = (
         Session.objects.filter(
             last_activity_at__lt=now - timedelta(seconds=config.idle_compact_after_seconds),
             live_tokens__gte=config.threshold_floor_tokens,
         )
         .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
+        .exclude(Exists(handled))
         .order_by("last_activity_at")[:IDLE_SWEEP_LIMIT]
     )
     done = {}

@@ -48,7 +48,14 @@ def _record(session: Session, trigger: str, outcome: str, reason: str, **fields)
     )
 
 
-def decide(session: Session, trigger: str, tokens: int, *, force_reason: str = "") -> Decision:
+def decide(
+    session: Session,
+    trigger: str,
+    tokens: int,
+    *,
+    force_reason: str = "",
+    bypass_locks: bool = False,
+) -> Decision:
     """Whether ``trigger`` should compress ``session`` at ``tokens``; skips are recorded here,
     firing is recorded by the engine (or by :func:`enqueue`)."""
     threshold = threshold_for(session)
@@ -59,7 +66,7 @@ def decide(session: Session, trigger: str, tokens: int, *, force_reason: str = "
         )
         return Decision(trigger, "skip", reason)
     why = force_reason or f"{tokens:,} tokens at or over the threshold {threshold.tokens:,}"
-    block = guards.blocked(session, trigger)
+    block = guards.blocked(session, trigger, bypass_locks=bypass_locks)
     if block:
         _record(
             session,
@@ -73,11 +80,13 @@ def decide(session: Session, trigger: str, tokens: int, *, force_reason: str = "
     return Decision(trigger, "compress", why)
 
 
-def run_automatic(session: Session, trigger: str, **kwargs: Any) -> Decision:
+def run_automatic(
+    session: Session, trigger: str, *, bypass_locks: bool = False, **kwargs: Any
+) -> Decision:
     """Compress now for an automatic trigger; a compression already running is not a failure
     (the attempt is refunded), and the anti-thrash state is updated from the result."""
     session.refresh_from_db()
-    block = guards.blocked(session, trigger)
+    block = guards.blocked(session, trigger, bypass_locks=bypass_locks)
     if block:
         _record(session, trigger, Outcome.LOCKED, block)
         return Decision(trigger, "locked", block)
@@ -86,8 +95,15 @@ def run_automatic(session: Session, trigger: str, **kwargs: Any) -> Decision:
     except AlreadyRunning:
         return Decision(trigger, "skip", "another compression of this session is running")
     reason = ""
-    for step in result.passes:
-        locked = guards.record(session, step.event)
+    done = [p for p in result.passes if p.outcome in guards.DONE]
+    if done:
+        locked = guards.record(
+            session,
+            trigger,
+            done[-1].outcome,
+            result.passes[0].event.tokens_before,
+            done[-1].event.tokens_after,
+        )
         if locked:
             reason = f"; anti-thrash: {locked}"
     return Decision(trigger, result.outcome, f"compression {result.outcome}{reason}", result)
@@ -169,15 +185,33 @@ def hygiene(session: Session) -> Decision:
         reason = "hygiene cooldown after a failed hygiene compression"
         _record(session, Trigger.HYGIENE, Outcome.LOCKED, reason)
         return Decision(Trigger.HYGIENE, "locked", reason)
-    decision = decide(session, Trigger.HYGIENE, tokens, force_reason=force)
+    # T2: the hard message limit forces compression whatever else holds it back (the death
+    # spiral is exactly a session that cooldowns keep from ever shrinking); the master switch
+    # and hygiene's own cooldown still apply.
+    hard = session.live_messages >= config.hygiene_hard_message_limit
+    decision = decide(session, Trigger.HYGIENE, tokens, force_reason=force, bypass_locks=hard)
     if decision.action != "compress":
         return decision
-    return run_automatic(
+    outcome = run_automatic(
         session,
         Trigger.HYGIENE,
+        bypass_locks=hard,
         idle_timeout=config.hygiene_timeout_seconds,
         total_timeout=config.hygiene_total_ceiling_seconds,
     )
+    session.refresh_from_db()
+    still = hygiene_needed(session) if outcome.action in guards.DONE else None
+    if outcome.action == Outcome.FAILED or still:
+        # G2: a hygiene compression that failed, or left the session over its limits, starts
+        # hygiene's own cooldown rather than repeating on every message.
+        _record(
+            session,
+            Trigger.HYGIENE,
+            Outcome.FAILED,
+            f"hygiene compression did not bring the session under its limits: "
+            f"{still or outcome.reason}",
+        )
+    return outcome
 
 
 # --- Error responses (T4) ---------------------------------------------------------------------
@@ -249,8 +283,15 @@ def reset_after_exhaustion(session: Session) -> int:
             locked.live_messages -= archived
             locked.live_tokens -= sum(stats)
             locked.last_reset_at = now
+            locked.last_prompt_tokens = None  # described the context that was just archived
             locked.save(
-                update_fields=["live_messages", "live_tokens", "last_reset_at", "updated_at"]
+                update_fields=[
+                    "live_messages",
+                    "live_tokens",
+                    "last_reset_at",
+                    "last_prompt_tokens",
+                    "updated_at",
+                ]
             )
         Session.objects.filter(pk=locked.pk).update(failure_streak=0, cooldown_until=None)
     session.refresh_from_db()

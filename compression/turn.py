@@ -8,6 +8,7 @@ retries, within ``max_attempts`` per turn. Whatever fails, the user's message is
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,20 +79,27 @@ def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[di
         raise ChatFailed(f"The chat model could not be reached: {exc}"[:500]) from None
     finally:
         client.close()
-    if not response.choices:
-        raise ChatFailed("The chat model returned no choices; your message is stored.")
-    message = response.choices[0].message
-    reply: dict[str, Any] = {"role": "assistant", "content": message.content}
-    if message.tool_calls:
-        reply["tool_calls"] = [call.model_dump(exclude_none=True) for call in message.tool_calls]
+    try:
+        message = response.choices[0].message
+        reply: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            reply["tool_calls"] = [
+                call.model_dump(exclude_none=True) for call in message.tool_calls
+            ]
+    except (AttributeError, IndexError, TypeError, ValueError):
+        raise ChatFailed(
+            "The chat model's answer was not a chat completion; your message is stored."
+        ) from None
     if reply["content"] is None and not reply.get("tool_calls"):
         reply["content"] = ""
     usage = None
-    if response.usage is not None:
-        usage = {
-            "prompt_tokens": response.usage.prompt_tokens,
-            "completion_tokens": response.usage.completion_tokens,
+    raw_usage = getattr(response, "usage", None)
+    if raw_usage is not None:
+        numbers = {
+            "prompt_tokens": getattr(raw_usage, "prompt_tokens", None),
+            "completion_tokens": getattr(raw_usage, "completion_tokens", None),
         }
+        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
     return reply, usage
 
 
@@ -101,7 +109,8 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
     if stripped == COMMAND or stripped.startswith(COMMAND + " "):
         focus = stripped[len(COMMAND) :].strip() or None
         result.command = compress(session, trigger=Trigger.MANUAL_CHANNEL, focus=focus)
-        session.refresh_from_db()
+        result.session = result.command.continued_in or session
+        result.session.refresh_from_db()
         return result
     chat = get_config().model
     if not (chat.default and chat.base_url):
@@ -120,15 +129,18 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
                 f"reset to its last good summary ({archived} rows archived)",
             )
         )
-    result.decisions.append(hygiene(session))
-    session.refresh_from_db()
+    step = hygiene(session)
+    result.decisions.append(step)
+    session = _follow(session, step)
+    result.session = session
     user: dict[str, Any] = {"role": "user", "content": content}
     if name:
         user["name"] = name
     append_messages(session, [user], run_hooks=False)
-    _preflight(session, result)
+    session = _preflight(session, result)
 
     attempts = 0
+    waited_until = time.monotonic() + config.context_total_ceiling_seconds
     while True:
         try:
             reply, usage = call_chat(chat, live_context(session))
@@ -140,18 +152,33 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
                     f"The chat model answered {error.status}: {error.message} "
                     "(your message is stored)"
                 ) from None
-            attempts += 1
             if kind == "long_context_rate_limit":
                 lower_window_for_long_context(session)
-            step = run_automatic(session, Trigger.ERROR)
+            # Each retry compresses deeper (a smaller protected tail) than the one before.
+            step = run_automatic(session, Trigger.ERROR, first_attempt=attempts)
+            if step.action == "skip" and "running" in step.reason:
+                # Another compression holds the session: wait for it, without using an attempt.
+                if time.monotonic() > waited_until:
+                    raise ChatFailed("The session stayed busy compressing; try again.") from None
+                time.sleep(0.5)
+                continue
+            attempts += 1
             step.reason = f"{kind} (HTTP {error.status}): {step.reason}"
             result.decisions.append(step)
+            session = _follow(session, step)
+            result.session = session
             if step.action not in ("compressed", "fallback"):
                 raise ChatFailed(
                     f"The request is too large for the model ({kind}) and could not be "
                     "compressed further; your message is stored."
                 ) from None
-    stored = append_messages(session, [reply], usage=usage)  # the post-call check runs here
+    try:
+        stored = append_messages(session, [reply], usage=usage)  # the post-call check runs here
+    except ServiceError as exc:
+        raise ChatFailed(
+            f"The chat model returned a message that cannot be stored ({exc.message}); "
+            "your message is stored."
+        ) from None
     result.reply = stored.messages[0]
     result.usage = usage
     result.decisions.extend(Decision(**d) for d in stored.decisions)
@@ -159,11 +186,20 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
     return result
 
 
-def _preflight(session: Session, result: TurnResult) -> None:
+def _follow(session: Session, step: Decision) -> Session:
+    """With ``in_place: false`` a compression continues the conversation in a new session; the
+    rest of the turn happens there."""
+    if step.result is not None and step.result.continued_in is not None:
+        return step.result.continued_in
+    session.refresh_from_db()
+    return session
+
+
+def _preflight(session: Session, result: TurnResult) -> Session:
     """T5: with the estimate of the whole request, compress in passes until under the
     threshold (or ``max_attempts``); a registered context engine may ask for it earlier."""
     config = get_config().compression
-    for _ in range(config.max_attempts):
+    for attempt in range(config.max_attempts):
         session.refresh_from_db()
         context = live_context(session)
         estimate = tokens.count_request(context, session.model)
@@ -174,8 +210,11 @@ def _preflight(session: Session, result: TurnResult) -> None:
             decision = decide(session, Trigger.PREFLIGHT, estimate)
         result.decisions.append(decision)
         if decision.action != "compress":
-            return
-        step = run_automatic(session, decision.trigger)
+            break
+        step = run_automatic(session, decision.trigger, first_attempt=attempt)
         result.decisions.append(step)
+        session = _follow(session, step)
         if step.action not in ("compressed", "fallback"):
-            return
+            break
+    result.session = session
+    return session

@@ -167,8 +167,13 @@ Q_CLUSTER = {
     "name": "hermes",
     "orm": "default",
     "workers": _server.q_workers,
-    "timeout": int(HERMES.compression.context_total_ceiling_seconds) + 60,
-    "retry": int(HERMES.compression.context_total_ceiling_seconds) + 180,
+    # A compression run may make max_attempts model calls, each bounded by the total ceiling.
+    "timeout": HERMES.compression.max_attempts
+    * (int(HERMES.compression.context_total_ceiling_seconds) + 120)
+    + 60,
+    "retry": HERMES.compression.max_attempts
+    * (int(HERMES.compression.context_total_ceiling_seconds) + 120)
+    + 180,
     "max_attempts": 2,
     "poll": 1,
     "catch_up": False,

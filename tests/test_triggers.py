@@ -282,22 +282,22 @@ def test_a_failed_hygiene_compression_starts_the_hygiene_cooldown(gw, configured
 # --- Guards ---------------------------------------------------------------------------------
 
 
-def _auto_event(session, before: int, after: int) -> CompressionEvent:
-    return CompressionEvent.objects.create(
+def _auto_event(session, before: int, after: int) -> tuple:
+    """One automatic compression run: its event, then the arguments guards.record takes."""
+    CompressionEvent.objects.create(
         session=session,
         trigger="threshold_post",
         outcome="compressed",
         tokens_before=before,
         tokens_after=after,
     )
+    return (session, "threshold_post", "compressed", before, after)
 
 
 def test_anti_thrash_locks_after_two_poor_compressions_then_probes(gw, configured):
     session = Session.objects.get(pk=open_long(gw, turns=1))
-    assert guards.record(session, _auto_event(session, 100_000, 95_000)) is None
-    assert "2 compressions in a row" in guards.record(
-        session, _auto_event(session, 100_000, 97_000)
-    )
+    assert guards.record(*_auto_event(session, 100_000, 95_000)) is None
+    assert "2 compressions in a row" in guards.record(*_auto_event(session, 100_000, 97_000))
     assert "anti-thrash lock" in guards.blocked(session, "threshold_post")
     assert guards.blocked(session, "manual_api") is None
     assert guards.blocked(session, "error") is None
@@ -305,19 +305,19 @@ def test_anti_thrash_locks_after_two_poor_compressions_then_probes(gw, configure
     Session.objects.filter(pk=session.pk).update(thrash_lock_until=timezone.now())
     session.refresh_from_db()
     assert guards.blocked(session, "threshold_post") is None
-    assert guards.record(session, _auto_event(session, 100_000, 99_000))
+    assert guards.record(*_auto_event(session, 100_000, 99_000))
     assert guards.blocked(session, "threshold_post")
     # ...a good one unlocks and clears the streak.
     Session.objects.filter(pk=session.pk).update(thrash_lock_until=timezone.now())
     session.refresh_from_db()
-    assert guards.record(session, _auto_event(session, 100_000, 20_000)) is None
+    assert guards.record(*_auto_event(session, 100_000, 20_000)) is None
     session.refresh_from_db()
     assert session.ineffective_streak == 0 and session.thrash_lock_until is None
 
 
 def test_too_many_compressions_in_a_window_lock_even_when_each_saves_a_lot(gw, configured):
     session = Session.objects.get(pk=open_long(gw, turns=1))
-    reasons = [guards.record(session, _auto_event(session, 100_000, 10_000)) for _ in range(5)]
+    reasons = [guards.record(*_auto_event(session, 100_000, 10_000)) for _ in range(5)]
     assert reasons[:4] == [None] * 4
     assert "5 automatic compressions within 600 s" in reasons[4]
 
@@ -488,3 +488,134 @@ def test_the_idle_sweep_respects_the_guards(gw, configured):
     Session.objects.filter(pk=sid).update(cooldown_until=timezone.now() + timedelta(minutes=5))
     assert idle_sweep()["idle"] == {sid: "locked"}
     assert events(sid, trigger="idle", outcome="locked")
+
+
+# --- Regressions found in review ------------------------------------------------------------
+
+
+def test_with_in_place_false_the_turn_continues_in_the_new_session(gw, configured, chat_model):
+    configured(in_place=False, threshold_tokens=1_000)
+    sid = open_long(gw, turns=40)
+    body = gw.post(f"/sessions/{sid}/turn", {"content": "go on"}).json()
+    new_id = body["session"]["id"]
+    assert new_id != sid
+    sent = chat_model.requests[-1].body["messages"]
+    assert sent[0] == {"role": "system", "content": "sys"}
+    assert sent[-1] == {"role": "user", "content": "go on"}
+    assert Message.objects.filter(session_id=new_id, role="assistant").last().content == (
+        "Sure — done."
+    )
+
+
+def test_an_error_retry_compresses_deeper_each_time(gw, configured, chat_model):
+    sid = open_long(gw, turns=40)
+    overflow = Fail(400, "maximum context length exceeded", code="context_length_exceeded")
+    chat_model.then(overflow, overflow)
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "once more"})
+    assert response.status_code == 200, response.content
+    sizes = [len(r.body["messages"]) for r in chat_model.requests]
+    assert sizes[0] > sizes[1] > sizes[2]
+
+
+def test_one_model_outage_counts_as_one_failure(gw, hermes_config):
+    with FakeModelServer() as summary_model:
+        summary_model.script.default = Fail(503, "overloaded")
+        hermes_config(
+            auxiliary={"compression": {"model": "s", "base_url": summary_model.base_url}},
+            compression={"threshold_tokens": 1_000, "max_attempts": 3, "protect_last_n": 40},
+        )
+        session = Session.objects.get(pk=open_long(gw, turns=30))
+        result = compress(session)
+    assert len(result.passes) >= 2
+    assert len(summary_model.requests) == 1  # later passes summarised locally
+    session.refresh_from_db()
+    assert session.failure_streak == 1
+
+
+def test_hygiene_uses_its_own_timeouts(gw, hermes_config):
+    with FakeModelServer() as summary_model:
+        summary_model.script.default = Reply("late", delay=3)
+        hermes_config(
+            auxiliary={"compression": {"model": "s", "base_url": summary_model.base_url}},
+            compression={
+                "hygiene_timeout_seconds": 0.5,
+                "hygiene_total_ceiling_seconds": 1,
+                "hygiene_hard_message_limit": 10,
+            },
+        )
+        session = Session.objects.get(pk=open_long(gw))
+        started = time.monotonic()
+        decision = hygiene(session)
+        elapsed = time.monotonic() - started
+    assert decision.action == "fallback"
+    assert elapsed < 2.5
+
+
+def test_the_hard_message_limit_overrides_cooldown_and_anti_thrash(gw, configured):
+    configured(hygiene_hard_message_limit=20)
+    sid = open_long(gw)
+    later = timezone.now() + timedelta(hours=1)
+    Session.objects.filter(pk=sid).update(cooldown_until=later, thrash_lock_until=later)
+    assert hygiene(Session.objects.get(pk=sid)).action == "fallback"
+
+
+def test_a_claim_taken_over_after_expiry_is_not_released_by_its_old_owner(gw, configured):
+    from compression.engine import _claim, _release
+
+    session = Session.objects.get(pk=open_long(gw, turns=1))
+    old = _claim(session, -1)  # already expired
+    new = _claim(session, 60)
+    assert old is not None and new is not None
+    _release(session, old)
+    session.refresh_from_db()
+    assert session.compressing_until == new
+
+
+def test_local_compression_never_archives_the_tail_or_an_unanswered_call(gw, configured):
+    sid = open_long(gw, turns=12)
+    session = Session.objects.get(pk=sid)
+    pending = turn(99)[:2]  # a question and a call whose result is still running
+    services.append_messages(session, pending, run_hooks=False)
+    last = Message.objects.filter(session=session).order_by("-position").first()
+    compress(session, around_position=last.position)
+    last.refresh_from_db()
+    assert last.active and last.tool_calls
+    services.append_messages(session, [turn(99)[2]], run_hooks=False)  # the result arrives
+    assert_consistent(session)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"id": "x", "object": "chat.completion", "choices": []},
+        {"id": "x", "choices": [{"index": 0}]},
+        ["not", "a", "completion"],
+    ],
+)
+def test_a_reply_that_is_not_a_chat_completion_is_502_not_500(gw, configured, chat_model, body):
+    from compression.fake_model import Raw
+
+    sid = open_long(gw, turns=1)
+    chat_model.then(Raw(body))
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "hi"})
+    assert response.status_code == 502, response.content
+    assert Message.objects.filter(session_id=sid).order_by("-position").first().content == "hi"
+
+
+def test_null_usage_numbers_are_dropped(gw, configured, chat_model):
+    chat_model.then(Reply("ok", usage={"prompt_tokens": None, "completion_tokens": None}))
+    sid = open_long(gw, turns=1)
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "hi"})
+    assert response.status_code == 200
+    assert response.json()["usage"] is None
+
+
+def test_the_idle_sweep_does_not_retry_a_session_it_already_handled(gw, configured):
+    from compression.tasks import idle_sweep
+
+    configured(idle_compact_after_seconds=60)
+    sid = open_long(gw)
+    _idle(sid, 70_000)
+    assert sid in idle_sweep()["idle"]
+    Session.objects.filter(pk=sid).update(live_tokens=70_000)  # still over the floor
+    assert sid not in idle_sweep()["idle"]
