@@ -167,13 +167,21 @@ def parse(text: str) -> ParsedQuery:
     routes: list[Route] = []
     if terms:
         words = _words_expression(terms)
+        bigram = _bigram_expression(terms)
+        trigram = _trigram_route(terms)
         if words:
             routes.append(Route("words", words))
-        bigram = _bigram_expression(terms)
-        if bigram:
-            routes.append(Route("bigram", bigram))
-        trigram = _trigram_route(terms)
-        if trigram:
-            routes.append(trigram)
+        if bigram and trigram and all(len(t.text) >= 3 and WORD.fullmatch(t.text) for t in terms):
+            # A CJK term of three or more letters with no space or punctuation is an exact
+            # substring: the trigram index answers it with far fewer position checks than a
+            # phrase of overlapping bigrams (three characters are a single trigram). The bigram
+            # phrase follows for text that only matches token by token ("用 Django 写"); terms
+            # with spaces or punctuation go to the bigram index first, which ignores them.
+            routes += [trigram, Route("bigram", bigram)]
+        else:
+            if bigram:
+                routes.append(Route("bigram", bigram))
+            if trigram:
+                routes.append(trigram)
         routes.append(Route("scan", like=tuple(t.text for t in terms)))
     return ParsedQuery(text=text, terms=terms, routes=tuple(routes))

@@ -59,7 +59,8 @@ def test_cjk_queries_become_bigram_phrases_that_match_the_index_text():
 def test_routes_fall_back_in_order():
     assert [r.index for r in parse("kubernetes").routes] == ["words", "trigram", "scan"]
     assert [r.index for r in parse("缓存").routes] == ["bigram", "scan"]
-    assert [r.index for r in parse("数据库").routes] == ["bigram", "trigram", "scan"]
+    assert [r.index for r in parse("数据库").routes] == ["trigram", "bigram", "scan"]
+    assert [r.index for r in parse("缓存 数据库").routes] == ["bigram", "trigram", "scan"]
     assert [r.index for r in parse("Go").routes] == ["words", "scan"]
     assert [r.index for r in parse("%").routes] == ["scan"]
 

@@ -93,16 +93,16 @@ def contents(body: dict) -> list[str]:
         ("缓", 2, "bigram"),
         ("缓存", 2, "bigram"),
         ("失效", 2, "bigram"),
-        ("缓存失效", 2, "bigram"),
-        ("迁移失败", 3, "bigram"),
-        ("数据库迁移", 3, "bigram"),
-        ("数据库迁移失败", 3, "bigram"),
+        ("缓存失效", 2, "trigram"),
+        ("迁移失败", 3, "trigram"),
+        ("数据库迁移", 3, "trigram"),
+        ("数据库迁移失败", 3, "trigram"),
         ("败", 3, "bigram"),
         ("Django", 4, "words"),
-        ("写代码", 4, "bigram"),
+        ("写代码", 4, "trigram"),
         ("代码", 4, "bigram"),
-        ("用Django写", 4, "bigram"),
-        ("用Django写代码", 4, "bigram"),
+        ("用Django写", 4, "trigram"),
+        ("用Django写代码", 4, "trigram"),
         ("get_user_by_email_address", 5, "words"),
         ("user_by_ema", 5, "trigram"),
         ("/etc/nginx/sites-enabled/hermes.conf", 6, "words"),
@@ -111,7 +111,7 @@ def contents(body: dict) -> list[str]:
         ("feature-flag-rollout", 8, "words"),
         ("100%", 8, "words"),
         ('NOT "AND" (x OR y)', 9, "words"),
-        ("本番環境", 10, "bigram"),
+        ("本番環境", 10, "trigram"),
         ("배포", 11, "bigram"),
         ("Go", 12, "words"),
     ],
@@ -392,3 +392,15 @@ def test_ranking_is_bounded_to_the_newest_matches_and_says_so(gateway):
     newest = sorted(Message.objects.filter(session=session).values_list("pk", flat=True))[-10:]
     assert sorted(h.message.pk for h in capped.hits) == newest
     assert found(gateway, "common")["ranked_within"] is None
+
+
+def test_a_cjk_term_found_only_token_by_token_falls_back_to_the_bigram_index(gateway):
+    sid = gateway.open()["id"]
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "帮我用 Django 写个脚本"}]},
+    )
+    body = found(gateway, "用Django写", session=sid)
+    assert body["tried"] == ["trigram", "bigram"]
+    assert body["index"] == "bigram"
+    assert contents(body) == ["帮我用 Django 写个脚本"]

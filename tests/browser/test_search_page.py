@@ -43,6 +43,10 @@ def test_staff_search_a_chinese_phrase_and_an_english_word(
     page.keyboard.press("Enter")
     page.wait_for_selector(".hit")
     assert page.locator(".hit mark").first.inner_text() == "迁移失败"
+    assert "answered by trigram" in page.locator(".summary").inner_text()
+    page.fill("input[name=q]", "迁移")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".hit mark")
     assert "answered by bigram" in page.locator(".summary").inner_text()
     page.fill("input[name=q]", "kubernetes")
     page.keyboard.press("Enter")
