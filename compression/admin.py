@@ -1,9 +1,14 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import transaction
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from compression.models import CompressionEvent, ModelThresholdOverride
+from sessions_app.admin import SessionAdmin
+from sessions_app.models import Session
+from sessions_app.services import reset_session
 
 
 @admin.register(CompressionEvent)
@@ -41,6 +46,93 @@ class CompressionEventAdmin(admin.ModelAdmin):
 
 @admin.register(ModelThresholdOverride)
 class ModelThresholdOverrideAdmin(admin.ModelAdmin):
-    list_display = ("pattern", "ratio", "threshold_tokens", "enabled", "note", "updated_at")
+    list_display = (
+        "pattern",
+        "ratio",
+        "threshold_tokens",
+        "enabled",
+        "computed_threshold",
+        "note",
+        "updated_at",
+    )
     list_editable = ("ratio", "threshold_tokens", "enabled")
     search_fields = ("pattern", "note")
+    readonly_fields = ("computed_threshold",)
+
+    @admin.display(description="threshold at 128K / 200K / 1M windows")
+    def computed_threshold(self, obj: ModelThresholdOverride) -> str:
+        """What this override makes the trigger fire at, after floors, raises and caps."""
+        from compression.threshold import Override, compute_threshold
+        from hermes_site.config import get_config
+
+        if obj.pk is None or obj.ratio is None:
+            return "—"
+        config = get_config().compression
+        override = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
+        values = [
+            compute_threshold(obj.pattern, window, config, [override]).tokens
+            for window in (128_000, 200_000, 1_000_000)
+        ]
+        return " / ".join(f"{v:,}" for v in values)
+
+
+# --- Compression actions on the store's session admin -----------------------------------------
+# The store's admin knows nothing of compression (data flows one way); this app extends it.
+
+
+class CompressingSessionAdmin(SessionAdmin):
+    actions = ["compress_now", "reset_sessions", "clear_guards"]
+
+    @admin.action(description="Compress now (in the background, ignoring cooldown)")
+    def compress_now(self, request: HttpRequest, queryset) -> None:
+        from django_q.tasks import async_task
+
+        ids = [str(pk) for pk in queryset.values_list("pk", flat=True)]
+        for session_id in ids:
+            transaction.on_commit(
+                lambda session_id=session_id: async_task(
+                    "compression.tasks.compress_task",
+                    session_id,
+                    CompressionEvent.Trigger.MANUAL_ADMIN,
+                    task_name=f"compress {session_id}",
+                    group="compression",
+                )
+            )
+        self.message_user(
+            request,
+            f"Compression queued for {len(ids)} session(s); see Compression events for results.",
+        )
+
+    @admin.action(description="Reset sessions (archive their live messages; nothing is deleted)")
+    def reset_sessions(self, request: HttpRequest, queryset):
+        if request.POST.get("confirm") != "yes":
+            return TemplateResponse(
+                request,
+                "admin/compression/confirm_reset.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Reset sessions?",
+                    "sessions": queryset,
+                    "action": "reset_sessions",
+                    "opts": self.model._meta,
+                },
+            )
+        archived = sum(reset_session(session) for session in queryset)
+        self.message_user(
+            request,
+            f"Reset {queryset.count()} session(s); {archived} message(s) archived (still "
+            "searchable).",
+            messages.SUCCESS,
+        )
+        return None
+
+    @admin.action(description="Clear cooldown, anti-thrash lock and failure streaks")
+    def clear_guards(self, request: HttpRequest, queryset) -> None:
+        count = queryset.update(
+            cooldown_until=None, thrash_lock_until=None, failure_streak=0, ineffective_streak=0
+        )
+        self.message_user(request, f"Cleared the guards of {count} session(s).")
+
+
+admin.site.unregister(Session)
+admin.site.register(Session, CompressingSessionAdmin)

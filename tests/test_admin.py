@@ -128,3 +128,66 @@ def test_a_threshold_cap_below_1000_tokens_is_refused(staff):
     assert response.status_code == 200
     assert "greater than or equal to 1000" in response.content.decode()
     assert not ModelThresholdOverride.objects.exists()
+
+
+def test_compress_now_runs_through_the_task_queue(
+    staff, session, django_capture_on_commit_callbacks
+):
+    from tests.test_compression import turn
+
+    services.append_messages(session, [m for n in range(12) for m in turn(n)], run_hooks=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(
+            reverse("admin:sessions_app_session_changelist"),
+            {"action": "compress_now", "_selected_action": [session.pk]},
+            follow=True,
+        )
+    assert "Compression queued for 1 session" in response.content.decode()
+    assert CompressionEvent.objects.filter(
+        session=session, trigger="manual_admin", outcome="fallback"
+    ).exists()
+
+
+def test_reset_asks_for_confirmation_first(staff, session):
+    url = reverse("admin:sessions_app_session_changelist")
+    live_before = session.messages.filter(active=True).count()
+    page = staff.post(url, {"action": "reset_sessions", "_selected_action": [session.pk]})
+    assert page.status_code == 200 and "Yes, reset" in page.content.decode()
+    assert session.messages.filter(active=True).count() == live_before
+    done = staff.post(
+        url,
+        {"action": "reset_sessions", "_selected_action": [session.pk], "confirm": "yes"},
+        follow=True,
+    )
+    assert "message(s) archived" in done.content.decode()
+    assert session.messages.filter(active=True).count() == 1  # the system prompt
+    assert session.messages.count() == 7  # nothing deleted
+
+
+def test_clear_guards_unlocks_a_session(staff, session):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.models import Session
+
+    later = timezone.now() + timedelta(hours=1)
+    Session.objects.filter(pk=session.pk).update(
+        cooldown_until=later, thrash_lock_until=later, failure_streak=3
+    )
+    staff.post(
+        reverse("admin:sessions_app_session_changelist"),
+        {"action": "clear_guards", "_selected_action": [session.pk]},
+    )
+    session.refresh_from_db()
+    assert (session.cooldown_until, session.thrash_lock_until, session.failure_streak) == (
+        None,
+        None,
+        0,
+    )
+
+
+def test_an_override_shows_the_threshold_it_makes(staff, session):
+    page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist"))
+    # glm at 0.4: raised to 0.75 under 512K (96,000 / 150,000), 0.4 of 1M = 400,000
+    assert "96,000 / 150,000 / 400,000" in page.content.decode()
