@@ -82,6 +82,14 @@ class ModelThresholdOverrideAdmin(admin.ModelAdmin):
 
 class CompressingSessionAdmin(SessionAdmin):
     actions = ["compress_now", "reset_sessions", "clear_guards"]
+    list_display = (*SessionAdmin.list_display, "timeline")
+
+    @admin.display(description="timeline")
+    def timeline(self, obj: Session) -> str:
+        from django.urls import reverse
+        from django.utils.html import format_html
+
+        return format_html('<a href="{}">open</a>', reverse("console:timeline", args=[obj.pk]))
 
     @admin.action(description="Compress now (in the background, ignoring cooldown)")
     def compress_now(self, request: HttpRequest, queryset) -> None:

@@ -1,0 +1,90 @@
+"""The operators' session timeline: head, summaries (expandable to the originals they replaced),
+tail, rolled-back rows, the live tokens against the threshold, the compression events, and the
+compress / reset buttons. Staff only; every action is a POST with CSRF."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django_q.tasks import async_task
+
+from compression.models import CompressionEvent
+from compression.threshold import threshold_for
+from sessions_app.models import Message, Session
+from sessions_app.services import reset_session
+
+MAIN_FLOW_LIMIT = 500
+
+
+def _order(row: Message) -> tuple[int, int, int]:
+    return (row.position, 0 if row.is_summary else 1, row.pk)
+
+
+@staff_member_required
+def timeline(request: HttpRequest, session_id) -> HttpResponse:
+    session = get_object_or_404(Session.objects.select_related("channel"), pk=session_id)
+    rows = list(Message.objects.filter(session=session).defer("content_parts", "extra"))
+    replaced: dict[int, list[Message]] = defaultdict(list)
+    main: list[Message] = []
+    for row in sorted(rows, key=_order):
+        if row.summarized_by_id:
+            replaced[row.summarized_by_id].append(row)
+        else:
+            main.append(row)
+    for row in rows:
+        row.replaced_rows = replaced.get(row.pk, [])
+        row.summary_of = None
+    by_id = {row.pk: row for row in rows}
+    for row in rows:
+        if row.summarized_by_id:
+            row.summary_of = by_id.get(row.summarized_by_id)
+    hidden = max(0, len(main) - MAIN_FLOW_LIMIT)
+    threshold = threshold_for(session)
+    return render(
+        request,
+        "console/timeline.html",
+        {
+            "session": session,
+            "rows": main[hidden:],
+            "hidden": hidden,
+            "threshold": threshold,
+            "percent": min(100, round(100 * session.live_tokens / max(1, threshold.tokens))),
+            "events": CompressionEvent.objects.filter(session=session)[:50],
+        },
+    )
+
+
+@staff_member_required
+@require_POST
+def compress(request: HttpRequest, session_id) -> HttpResponse:
+    session = get_object_or_404(Session, pk=session_id)
+    focus = (request.POST.get("focus") or "").strip()[:500] or None
+    around = request.POST.get("around") or None
+    around_position = int(around) if around and around.isdigit() else None
+    async_task(
+        "compression.tasks.compress_task",
+        str(session.pk),
+        CompressionEvent.Trigger.MANUAL_ADMIN,
+        focus,
+        around_position,
+        task_name=f"compress {session.pk}",
+        group="compression",
+    )
+    messages.success(request, "Compression queued; its event appears below when it is done.")
+    return redirect("console:timeline", session_id=session.pk)
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def reset(request: HttpRequest, session_id) -> HttpResponse:
+    session = get_object_or_404(Session, pk=session_id)
+    if request.method == "POST":
+        archived = reset_session(session)
+        messages.success(request, f"Session reset: {archived} message(s) archived (searchable).")
+        return redirect("console:timeline", session_id=session.pk)
+    return render(request, "console/confirm_reset.html", {"session": session})

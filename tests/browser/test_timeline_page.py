@@ -1,0 +1,60 @@
+"""The session timeline in Debian's chromium: from a search hit to the archived original."""
+
+from __future__ import annotations
+
+import pytest
+
+from compression.engine import compress
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+from tests.test_compression import turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def compressed():
+    channel = create_channel("browser-tl")[0]
+    session = services.open_session(
+        channel, model="gpt-4o", system_prompt="sys", title="Timeline in a browser"
+    ).session
+    services.append_messages(
+        session,
+        [m for n in range(4) for m in turn(n)]
+        + [{"role": "user", "content": '<img src=x onerror="window.__xss=1"> zanzibar-fact'}]
+        + [m for n in range(4, 14) for m in turn(n)],
+        run_hooks=False,
+    )
+    compress(session)
+    return session
+
+
+def test_a_search_hit_opens_the_timeline_at_the_archived_original(
+    staff_login, page, live_server, compressed, tmp_path
+):
+    staff_login()
+    original = Message.objects.get(
+        session=compressed, content__contains="zanzibar-fact", is_summary=False
+    )
+    page.goto(f"{live_server.url}/console/search/?q=zanzibar-fact")
+    page.click(f"#hit-{original.pk} .meta a")
+    assert original.kind == "archived"
+    target = page.locator(f"#m-{original.pk}")
+    target.wait_for(state="visible")
+    assert "targeted" in target.get_attribute("class")
+    assert page.evaluate("window.__xss") is None and page.dialogs == []
+    page.screenshot(path="/tmp/hermes-timeline.png", full_page=False)  # noqa: S108 - a look
+
+
+def test_the_compress_button_runs_and_the_event_appears(staff_login, page, live_server, compressed):
+    services.append_messages(
+        compressed, [m for n in range(40, 52) for m in turn(n)], run_hooks=False
+    )
+    staff_login()
+    page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
+    page.fill("input[name=focus]", "item-45")
+    page.click("text=Compress now")
+    page.wait_for_selector(".flash")
+    assert "Compression queued" in page.locator(".flash").inner_text()
+    assert "manual (console)" in page.locator(".events").inner_text()

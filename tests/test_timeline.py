@@ -1,0 +1,65 @@
+"""The session timeline page (server side; the browser tests drive it too)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from compression.engine import compress
+from compression.models import CompressionEvent
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+from tests.test_compression import turn
+
+
+@pytest.fixture
+def compressed(db):
+    channel = create_channel("tl")[0]
+    session = services.open_session(
+        channel, model="gpt-4o", system_prompt="sys", title="Timeline"
+    ).session
+    services.append_messages(
+        session,
+        [{"role": "user", "content": "<script>alert('tl')</script> hostile"}]
+        + [m for n in range(12) for m in turn(n)],
+        run_hooks=False,
+    )
+    compress(session)
+    services.append_messages(session, [{"role": "user", "content": "undo me"}], run_hooks=False)
+    services.rollback_messages(session, 1)
+    return session
+
+
+def test_the_timeline_shows_head_summary_originals_and_rolled_back_rows(admin_client, compressed):
+    page = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
+    summary = Message.objects.get(session=compressed, is_summary=True)
+    originals = Message.objects.filter(summarized_by=summary)
+    assert f'id="m-{summary.pk}"' in page
+    assert f"{originals.count()} original messages replaced" in page
+    assert all(f'id="m-{m.pk}"' in page for m in originals)
+    assert "rolled back" in page and "undo me" in page
+    assert "&lt;script&gt;alert(&#x27;tl&#x27;)&lt;/script&gt;" in page
+    assert "<script>alert" not in page
+    assert "live tokens of a 96000-token threshold" in page
+    assert "manual (API)" in page  # the event list
+
+
+def test_compress_and_reset_are_posts_with_a_confirmation(admin_client, compressed):
+    url = reverse("console:compress", args=[compressed.pk])
+    assert admin_client.get(url).status_code == 405
+    admin_client.post(url, {"focus": "item-3"})
+    assert CompressionEvent.objects.filter(session=compressed, trigger="manual_admin").exists()
+    reset = reverse("console:reset", args=[compressed.pk])
+    assert "Yes, reset" in admin_client.get(reset).content.decode()
+    assert Message.objects.filter(session=compressed, active=True).count() > 1
+    admin_client.post(reset)
+    assert Message.objects.filter(session=compressed, active=True).count() == 1
+
+
+def test_the_timeline_is_staff_only(client, compressed):
+    response = client.get(reverse("console:timeline", args=[compressed.pk]))
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    response = client.post(reverse("console:reset", args=[compressed.pk]))
+    assert response.status_code == 302
+    assert Message.objects.filter(session=compressed, active=True).count() > 1
