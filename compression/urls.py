@@ -4,7 +4,8 @@ from compression import views
 
 app_name = "console"
 urlpatterns = [
-    path("<uuid:session_id>/", views.timeline, name="timeline"),
-    path("<uuid:session_id>/compress/", views.compress, name="compress"),
-    path("<uuid:session_id>/reset/", views.reset, name="reset"),
+    path("", views.dashboard, name="dashboard"),
+    path("sessions/<uuid:session_id>/", views.timeline, name="timeline"),
+    path("sessions/<uuid:session_id>/compress/", views.compress, name="compress"),
+    path("sessions/<uuid:session_id>/reset/", views.reset, name="reset"),
 ]

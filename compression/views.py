@@ -5,14 +5,18 @@ compress / reset buttons. Staff only; every action is a POST with CSRF."""
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django_q.tasks import async_task
 
+from compression.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
 from sessions_app.models import Message, Session
@@ -45,6 +49,7 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             row.summary_of = by_id.get(row.summarized_by_id)
     hidden = max(0, len(main) - MAIN_FLOW_LIMIT)
     threshold = threshold_for(session)
+    chart = token_chart(session, threshold.tokens)
     return render(
         request,
         "console/timeline.html",
@@ -55,6 +60,42 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             "threshold": threshold,
             "percent": min(100, round(100 * session.live_tokens / max(1, threshold.tokens))),
             "events": CompressionEvent.objects.filter(session=session)[:50],
+            "chart": chart,
+        },
+    )
+
+
+@staff_member_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    bars, top = hourly_compressions()
+    since = now - timedelta(hours=24)
+    by_trigger = (
+        CompressionEvent.objects.filter(created_at__gte=since)
+        .values("trigger", "outcome")
+        .annotate(n=Count("id"))
+        .order_by("trigger", "outcome")
+    )
+    labels = dict(CompressionEvent.Trigger.choices)
+    return render(
+        request,
+        "console/dashboard.html",
+        {
+            "bars": bars,
+            "top": top,
+            "by_trigger": [
+                {**row, "label": labels.get(row["trigger"], row["trigger"])} for row in by_trigger
+            ],
+            "cooling": Session.objects.filter(cooldown_until__gt=now).order_by("cooldown_until")[
+                :50
+            ],
+            "locked": Session.objects.filter(thrash_lock_until__gt=now).order_by(
+                "thrash_lock_until"
+            )[:50],
+            "largest": Session.objects.select_related("channel").order_by("-live_tokens")[:10],
+            "width": WIDTH,
+            "height": HEIGHT,
+            "pad": PAD,
         },
     )
 

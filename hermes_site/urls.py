@@ -13,5 +13,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("console/search/", include("search.urls")),
-    path("console/sessions/", include("compression.urls")),
+    path("console/", include("compression.urls")),
 ]

@@ -63,3 +63,40 @@ def test_the_timeline_is_staff_only(client, compressed):
     response = client.post(reverse("console:reset", args=[compressed.pk]))
     assert response.status_code == 302
     assert Message.objects.filter(session=compressed, active=True).count() > 1
+
+
+def test_the_token_series_is_rebuilt_exactly_from_the_rows(compressed):
+    from compression.charts import live_tokens_series
+
+    series = live_tokens_series(compressed)
+    compressed.refresh_from_db()
+    assert series[-1][1] == compressed.live_tokens
+    assert max(v for _, v in series) > compressed.live_tokens  # the drop at the compression
+
+
+def test_the_timeline_draws_the_token_chart_with_the_threshold_and_compressions(
+    admin_client, compressed
+):
+    page = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
+    assert "<polyline" in page and 'class="threshold"' in page
+    assert page.count('class="marker') == 1
+    assert "saved" in page  # the marker's title gives the savings
+
+
+def test_the_dashboard_counts_compressions_guards_and_the_largest_sessions(
+    admin_client, compressed
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.models import Session
+
+    Session.objects.filter(pk=compressed.pk).update(
+        cooldown_until=timezone.now() + timedelta(minutes=5)
+    )
+    page = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert 'class="bar outcome-fallback"' in page
+    assert "Sessions in cooldown (1)" in page
+    assert "Timeline" in page  # the largest sessions table
+    assert "manual (API)" in page

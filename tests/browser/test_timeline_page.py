@@ -58,3 +58,15 @@ def test_the_compress_button_runs_and_the_event_appears(staff_login, page, live_
     page.wait_for_selector(".flash")
     assert "Compression queued" in page.locator(".flash").inner_text()
     assert "manual (console)" in page.locator(".events").inner_text()
+
+
+def test_the_dashboard_and_chart_render_on_a_phone(staff_login, page, live_server, compressed):
+    staff_login()
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
+    assert page.locator("figure.chart svg polyline").count() == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    page.screenshot(path="/tmp/hermes-timeline-top.png")  # noqa: S108 - for a look
+    page.goto(f"{live_server.url}/console/")
+    assert page.locator("rect.bar").count() >= 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375

@@ -1,0 +1,153 @@
+"""Server-rendered SVG charts for the console (no chart library, no CDN, no script).
+
+Coordinates are computed here; templates only place the numbers, so message text never reaches
+the SVG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncHour
+from django.utils import timezone
+
+from compression.models import CompressionEvent
+from sessions_app.models import Message, Session
+
+WIDTH, HEIGHT, PAD = 720, 220, 36
+MAX_POINTS = 400
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    y: float
+    label: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class TokenChart:
+    points: str  # SVG polyline points
+    threshold_y: float | None
+    markers: list[Marker]
+    max_tokens: int
+    start: datetime | None
+    end: datetime | None
+    width: int = WIDTH
+    height: int = HEIGHT
+    pad: int = PAD
+
+
+def live_tokens_series(session: Session) -> list[tuple[datetime, int]]:
+    """Live tokens over time, rebuilt exactly from the rows: a row counts from its creation until
+    it was archived or rolled back."""
+    changes: list[tuple[datetime, int]] = []
+    rows = Message.objects.filter(session=session).values_list(
+        "created_at", "archived_at", "rolled_back_at", "token_count"
+    )
+    for created, archived, rolled_back, tokens in rows.iterator(chunk_size=5_000):
+        changes.append((created, tokens))
+        ended = archived or rolled_back
+        if ended is not None:
+            changes.append((ended, -tokens))
+    changes.sort(key=lambda change: change[0])
+    series, total = [], 0
+    for when, delta in changes:
+        total += delta
+        series.append((when, total))
+    if len(series) > MAX_POINTS:  # keep the shape: every n-th point plus every local extreme
+        step = len(series) / MAX_POINTS
+        keep = {int(i * step) for i in range(MAX_POINTS)} | {len(series) - 1}
+        series = [p for i, p in enumerate(series) if i in keep]
+    return series
+
+
+def token_chart(session: Session, threshold: int) -> TokenChart:
+    series = live_tokens_series(session)
+    events = list(
+        CompressionEvent.objects.filter(
+            session=session, outcome__in=("compressed", "fallback")
+        ).order_by("created_at")
+    )
+    if not series:
+        return TokenChart("", None, [], 0, None, None)
+    start, end = series[0][0], series[-1][0]
+    span = max((end - start).total_seconds(), 1.0)
+    top = max(max(v for _, v in series), threshold) * 1.1 or 1
+
+    def x(when: datetime) -> float:
+        return round(PAD + (WIDTH - 2 * PAD) * (when - start).total_seconds() / span, 1)
+
+    def y(value: float) -> float:
+        return round(HEIGHT - PAD - (HEIGHT - 2 * PAD) * value / top, 1)
+
+    points = " ".join(f"{x(w)},{y(v)}" for w, v in series)
+    markers = []
+    for event in events:
+        if event.tokens_before and event.tokens_after is not None:
+            saved = 1 - event.tokens_after / event.tokens_before
+            label = f"{event.get_trigger_display()}: {event.tokens_before:,} → "
+            label += f"{event.tokens_after:,} tokens (saved {saved:.0%})"
+        else:
+            label = event.get_trigger_display()
+        markers.append(
+            Marker(
+                x(min(max(event.created_at, start), end)),
+                y(event.tokens_after or 0),
+                label,
+                event.outcome,
+            )
+        )
+    return TokenChart(points, y(threshold), markers, int(top), start, end)
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    height: float
+    label: str
+    css: str
+
+
+def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int]:
+    """Compressions per hour over the last ``hours``, one bar segment per outcome."""
+    since = timezone.now() - timedelta(hours=hours)
+    rows = (
+        CompressionEvent.objects.filter(
+            created_at__gte=since, outcome__in=("compressed", "fallback", "failed")
+        )
+        .annotate(hour=TruncHour("created_at"))
+        .values("hour", "outcome", "trigger")
+        .annotate(n=Count("id"))
+    )
+    per_hour: dict[datetime, dict[str, int]] = {}
+    for row in rows:
+        per_hour.setdefault(row["hour"], {}).setdefault(row["outcome"], 0)
+        per_hour[row["hour"]][row["outcome"]] += row["n"]
+    top = max((sum(v.values()) for v in per_hour.values()), default=0) or 1
+    first = (timezone.now() - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
+    slot = (WIDTH - 2 * PAD) / hours
+    bars = []
+    for i in range(hours):
+        hour = first + timedelta(hours=i)
+        counts = per_hour.get(hour, {})
+        base = HEIGHT - PAD
+        for outcome in ("compressed", "fallback", "failed"):
+            n = counts.get(outcome, 0)
+            if not n:
+                continue
+            h = (HEIGHT - 2 * PAD) * n / top
+            base -= h
+            bars.append(
+                Bar(
+                    round(PAD + i * slot + 1, 1),
+                    round(base, 1),
+                    round(h, 1),
+                    f"{hour:%H}:00 — {n} {outcome}",
+                    outcome,
+                )
+            )
+    return bars, top
