@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _timing import median_us  # noqa: E402 - after the path is set
 
 
 def _setup(data_dir: Path) -> None:
@@ -47,15 +48,6 @@ def _messages(start: int, count: int) -> list[dict]:
                 {"role": "assistant", "content": f"Answer {i}: the column default was missing."}
             )
     return out
-
-
-def _median_us(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e6
 
 
 def main() -> None:
@@ -96,8 +88,8 @@ def main() -> None:
             written += count
             if written == 100:
                 append_start_pause = time.perf_counter()
-                rows_small["read"] = _median_us(read_counters, args.reads)
-                rows_small["scan"] = _median_us(scan, max(50, args.reads // 20))
+                rows_small["read"] = median_us(read_counters, args.reads)
+                rows_small["scan"] = median_us(scan, max(50, args.reads // 20))
                 append_start += time.perf_counter() - append_start_pause
         append_seconds = time.perf_counter() - append_start
 
@@ -116,8 +108,8 @@ def main() -> None:
                 )
         base_seconds = time.perf_counter() - base_start
 
-        read_large = _median_us(read_counters, args.reads)
-        scan_large = _median_us(scan, max(20, args.reads // 100))
+        read_large = median_us(read_counters, args.reads)
+        scan_large = median_us(scan, max(20, args.reads // 100))
         assert read_counters() == args.messages == recount(session).live_messages
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -13,24 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _median_us(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e6
+from _timing import median_us  # noqa: E402 - after the path is set
 
 
 def main() -> None:
@@ -92,8 +83,8 @@ def main() -> None:
                 return hygiene_needed(Session.objects.get(pk=sid))
 
             check()
-            ours = _median_us(check, args.reads)
-            scan = _median_us(
+            ours = median_us(check, args.reads)
+            scan = median_us(
                 lambda sid=sid: recount(Session(pk=sid)), max(5, args.reads // (1 + size // 1_000))
             )
             rows.append((size, ours, scan, check() is not None))

@@ -6,13 +6,13 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from compression.models import CompressionEvent, ModelThresholdOverride
-from sessions_app.admin import SessionAdmin
+from sessions_app.admin import ReadOnlyAdmin, SessionAdmin
 from sessions_app.models import Session
 from sessions_app.services import reset_session
 
 
 @admin.register(CompressionEvent)
-class CompressionEventAdmin(admin.ModelAdmin):
+class CompressionEventAdmin(ReadOnlyAdmin):
     list_display = (
         "created_at",
         "session",
@@ -28,15 +28,6 @@ class CompressionEventAdmin(admin.ModelAdmin):
     search_fields = ("session__id", "session__title", "reason", "error")
     list_select_related = ("session",)
     readonly_fields = [f.name for f in CompressionEvent._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="saved")
     def savings(self, obj: CompressionEvent) -> str:

@@ -13,6 +13,19 @@ from sessions_app.keys import issue_key, revoke_key
 from sessions_app.models import ApiKey, Channel, Message, Session
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """History and audit trails: browsable, never added, edited or deleted from the admin."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
@@ -200,7 +213,7 @@ class KindFilter(admin.SimpleListFilter):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ReadOnlyAdmin):
     list_display = (
         "position",
         "session",
@@ -218,15 +231,6 @@ class MessageAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content_parts", "extra")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="kind")
     def kind_label(self, obj: Message) -> str:
