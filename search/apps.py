@@ -30,9 +30,7 @@ def _ensure_indexes(sender, using: str = "default", **kwargs) -> None:
         if fts.triggers_present(cursor):
             return
         logger.warning("search index triggers missing after migrate; recreating and reindexing")
-        for statement in fts.create_statements():
-            cursor.execute(statement)
-        fts.rebuild(cursor)
+        fts.install(cursor)
 
 
 class SearchConfig(AppConfig):

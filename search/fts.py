@@ -106,6 +106,13 @@ def drop_statements() -> Iterator[str]:
         yield f"DROP TABLE IF EXISTS {table(index)}"
 
 
+def install(cursor) -> None:
+    """Create the indexes and triggers if missing and fill the indexes from the messages."""
+    for statement in create_statements():
+        cursor.execute(statement)
+    rebuild(cursor)
+
+
 def indexed_count(cursor) -> int:
     cursor.execute(f"SELECT count(*) FROM {MESSAGE_TABLE} WHERE active OR compressed")
     return cursor.fetchone()[0]

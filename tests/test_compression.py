@@ -309,6 +309,17 @@ def test_with_no_summary_model_the_local_summary_is_used_and_labelled(channel, d
 # --- Iteration, concurrency, passes ----------------------------------------------------------
 
 
+def compress_in_background(session: Session, model_server: FakeModelServer):
+    """Start a compression in another thread and return once its model call is in flight."""
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not model_server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return outcome, worker
+
+
 def test_three_rounds_each_absorb_the_previous_summary(channel, summariser, model_server):
     session = make_session(channel)
     for round_ in range(1, 4):
@@ -335,12 +346,7 @@ def test_messages_appended_during_the_model_call_stay_live_after_the_summary(
 ):
     model_server.then(Reply("## Goal\nslow summary", delay=1.0))
     session = make_session(channel)
-    outcome = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
-    worker.start()
-    deadline = time.monotonic() + 5
-    while not model_server.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
+    outcome, worker = compress_in_background(session, model_server)
     services.append_messages(session, [{"role": "user", "content": "typed while summarising"}])
     worker.join(10)
     assert outcome["r"].outcome == "compressed"
@@ -374,12 +380,7 @@ def test_a_session_reset_during_the_model_call_is_left_alone(
 ):
     model_server.then(Reply("## Goal\nstale", delay=1.0))
     session = make_session(channel)
-    outcome = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
-    worker.start()
-    deadline = time.monotonic() + 5
-    while not model_server.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
+    outcome, worker = compress_in_background(session, model_server)
     services.reset_session(session)
     worker.join(10)
     assert outcome["r"].outcome == "skipped"

@@ -9,9 +9,7 @@ def create(apps, schema_editor):
     from search import fts
 
     with schema_editor.connection.cursor() as cursor:
-        for statement in fts.create_statements():
-            cursor.execute(statement)
-        fts.rebuild(cursor)
+        fts.install(cursor)
 
 
 def drop(apps, schema_editor):

@@ -10,9 +10,7 @@ def recreate(apps, schema_editor):
     from search import fts
 
     with schema_editor.connection.cursor() as cursor:
-        for statement in fts.create_statements():
-            cursor.execute(statement)
-        fts.rebuild(cursor)
+        fts.install(cursor)
 
 
 class Migration(migrations.Migration):
