@@ -33,13 +33,6 @@ logger = logging.getLogger(__name__)
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome
-MANUAL = {
-    Trigger.MANUAL_API,
-    Trigger.MANUAL_CLI,
-    Trigger.MANUAL_CHANNEL,
-    Trigger.MANUAL_ACP,
-    Trigger.MANUAL_ADMIN,
-}
 LOCAL_RADIUS = 10  # messages on each side of the chosen one in a local compression
 MIN_MIDDLE = 2  # fewer rows than this are not worth a summary
 

@@ -28,7 +28,7 @@ LONG_CONTEXT_WINDOW = 200_000
 @dataclass
 class Decision:
     trigger: str
-    action: str  # compress | skip | locked | queued | exhausted
+    action: str  # compress | skip | locked | queued | running | exhausted, or an outcome
     reason: str
     result: CompressionResult | None = None
 
@@ -93,7 +93,7 @@ def run_automatic(
     try:
         result = compress(session, trigger=trigger, **kwargs)
     except AlreadyRunning:
-        return Decision(trigger, "skip", "another compression of this session is running")
+        return Decision(trigger, "running", "another compression of this session is running")
     reason = ""
     done = [p for p in result.passes if p.outcome in guards.DONE]
     if done:

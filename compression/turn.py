@@ -30,6 +30,7 @@ from hermes_site.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import ServiceError, append_messages, live_context
+from sessions_app.services.validation import normalize_message, validate_message
 
 Trigger = CompressionEvent.Trigger
 COMMAND = "/compress"
@@ -118,6 +119,11 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
             "No chat model is configured: set model.default and model.base_url in the config "
             "file. Messages can still be stored with POST /sessions/{id}/messages."
         )
+    user: dict[str, Any] = {"role": "user", "content": content}
+    if name:
+        user["name"] = name
+    # Bad input is refused before anything acts on the session (reset, hygiene compression).
+    validate_message(normalize_message(user))
     config = get_config().compression
     if guards.exhausted(session):
         archived = reset_after_exhaustion(session)
@@ -133,9 +139,6 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
     result.decisions.append(step)
     session = _follow(session, step)
     result.session = session
-    user: dict[str, Any] = {"role": "user", "content": content}
-    if name:
-        user["name"] = name
     append_messages(session, [user], run_hooks=False)
     session = _preflight(session, result)
 
@@ -156,7 +159,7 @@ def run_turn(session: Session, content: str, name: str | None = None) -> TurnRes
                 lower_window_for_long_context(session)
             # Each retry compresses deeper (a smaller protected tail) than the one before.
             step = run_automatic(session, Trigger.ERROR, first_attempt=attempts)
-            if step.action == "skip" and "running" in step.reason:
+            if step.action == "running":
                 # Another compression holds the session: wait for it, without using an attempt.
                 if time.monotonic() > waited_until:
                     raise ChatFailed("The session stayed busy compressing; try again.") from None

@@ -404,3 +404,23 @@ def test_a_cjk_term_found_only_token_by_token_falls_back_to_the_bigram_index(gat
     assert body["tried"] == ["trigram", "bigram"]
     assert body["index"] == "bigram"
     assert contents(body) == ["帮我用 Django 写个脚本"]
+
+
+def test_a_window_reaches_past_a_block_of_rolled_back_rows(gateway):
+    sid = gateway.open()["id"]
+    session = Session.objects.get(pk=sid)
+    services.append_messages(
+        session,
+        [
+            {"role": "user", "content": "before the needle"},
+            {"role": "user", "content": "the walrus-needle row"},
+        ],
+    )
+    services.append_messages(
+        session, [{"role": "user", "content": f"undone {n}"} for n in range(8)]
+    )
+    services.rollback_messages(session, 8)
+    services.append_messages(session, [{"role": "user", "content": f"after {n}"} for n in range(3)])
+    (hit,) = found(gateway, "walrus-needle", window=2)["hits"]
+    leads = [row["lead"] for row in hit["window"]]
+    assert leads == ["before the needle", "the walrus-needle row", "after 0", "after 1"]

@@ -439,7 +439,7 @@ def test_a_running_compression_refunds_the_attempt(gw, configured):
     from compression.triggers import run_automatic
 
     decision = run_automatic(session, "threshold_post")
-    assert decision.action == "skip" and "running" in decision.reason
+    assert decision.action == "running"
     session.refresh_from_db()
     assert session.failure_streak == 0
 
@@ -619,3 +619,45 @@ def test_the_idle_sweep_does_not_retry_a_session_it_already_handled(gw, configur
     assert sid in idle_sweep()["idle"]
     Session.objects.filter(pk=sid).update(live_tokens=70_000)  # still over the floor
     assert sid not in idle_sweep()["idle"]
+
+
+def test_a_good_probe_after_a_frequency_lock_is_not_locked_again(gw, configured):
+    session = Session.objects.get(pk=open_long(gw, turns=1))
+    reasons = [guards.record(*_auto_event(session, 100_000, 10_000)) for _ in range(5)]
+    assert "automatic compressions within" in reasons[-1]
+    Session.objects.filter(pk=session.pk).update(thrash_lock_until=timezone.now())  # lock ends
+    session.refresh_from_db()
+    assert guards.record(*_auto_event(session, 100_000, 10_000)) is None
+    session.refresh_from_db()
+    assert guards.blocked(session, "threshold_post") is None
+
+
+def test_exhaustion_without_a_good_summary_keeps_only_the_system_prompt(gw, configured):
+    from compression.triggers import reset_after_exhaustion
+
+    sid = open_long(gw)
+    session = Session.objects.get(pk=sid)
+    total = session.total_messages
+    Session.objects.filter(pk=sid).update(failure_streak=3, last_prompt_tokens=90_000)
+    reset_after_exhaustion(session)
+    session.refresh_from_db()
+    assert [m["role"] for m in services.live_context(session)] == ["system"]
+    assert session.failure_streak == 0 and session.last_prompt_tokens is None
+    assert Message.objects.filter(session=session).count() == total  # nothing deleted
+    assert_consistent(session)
+
+
+def test_an_oversized_turn_message_is_refused_before_anything_runs(
+    gw, configured, chat_model, hermes_config
+):
+    hermes_config(
+        model={"default": "gpt-4o", "base_url": chat_model.base_url},
+        compression={"hygiene_hard_message_limit": 10},
+        server={"max_message_bytes": 2048},
+    )
+    sid = open_long(gw)
+    before = list(Message.objects.filter(session_id=sid).values_list("pk", "active"))
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "x" * 5000})
+    assert response.status_code == 413
+    assert list(Message.objects.filter(session_id=sid).values_list("pk", "active")) == before
+    assert not chat_model.requests and not events(sid, trigger="hygiene")

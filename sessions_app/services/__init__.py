@@ -1,6 +1,6 @@
 """Every write to the store goes through these functions (the API, admin and CLI call them)."""
 
-from sessions_app.services.context import live_context, live_context_tokens
+from sessions_app.services.context import live_context
 from sessions_app.services.errors import (
     ContentTooLarge,
     InvalidInput,
@@ -26,7 +26,6 @@ __all__ = [
     "append_messages",
     "get_session_for_channel",
     "live_context",
-    "live_context_tokens",
     "open_session",
     "recount",
     "reset_session",

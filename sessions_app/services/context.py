@@ -14,8 +14,3 @@ def live_rows(session: Session) -> list[Message]:
 def live_context(session: Session) -> list[dict[str, Any]]:
     """The live rows as an OpenAI ``messages`` array, ready to send."""
     return [row.as_openai() for row in live_rows(session)]
-
-
-def live_context_tokens(session: Session) -> int:
-    """Maintained counter, not a scan: cheap enough for every hygiene check."""
-    return session.live_tokens
