@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import Q
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 from compression.models import CompressionEvent, ModelThresholdOverride
 from sessions_app.admin import ReadOnlyAdmin, SessionAdmin
@@ -71,9 +73,47 @@ class ModelThresholdOverrideAdmin(admin.ModelAdmin):
 # The store's admin knows nothing of compression (data flows one way); this app extends it.
 
 
+class GuardStateFilter(admin.SimpleListFilter):
+    """Which sessions the guards are holding back right now (expired guards do not count)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("compressing", "compressing now"),
+            ("cooldown", "in cooldown"),
+            ("locked", "anti-thrash locked"),
+            ("failing", "failing"),
+            ("clear", "no guard"),
+        ]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        held = {
+            "compressing": Q(compressing_until__gt=now),
+            "cooldown": Q(cooldown_until__gt=now),
+            "locked": Q(thrash_lock_until__gt=now),
+            "failing": Q(failure_streak__gt=0),
+        }
+        value = self.value()
+        if value in held:
+            return queryset.filter(held[value])
+        if value == "clear":
+            for condition in held.values():
+                queryset = queryset.exclude(condition)
+        return queryset
+
+
 class CompressingSessionAdmin(SessionAdmin):
     actions = ["compress_now", "reset_sessions", "clear_guards"]
     list_display = (*SessionAdmin.list_display, "timeline")
+    list_filter = (GuardStateFilter, *SessionAdmin.list_filter)
+    readonly_fields = (*SessionAdmin.readonly_fields, "timeline")
+
+    def get_fieldsets(self, request, obj=None):
+        (name, options), *rest = super().get_fieldsets(request, obj)
+        return [(name, {**options, "fields": (*options["fields"], "timeline")}), *rest]
 
     @admin.display(description="timeline")
     def timeline(self, obj: Session) -> str:
@@ -82,7 +122,9 @@ class CompressingSessionAdmin(SessionAdmin):
 
         return format_html('<a href="{}">open</a>', reverse("console:timeline", args=[obj.pk]))
 
-    @admin.action(description="Compress now (in the background, ignoring cooldown)")
+    @admin.action(
+        description="Compress now (in the background, ignoring cooldown)", permissions=["change"]
+    )
     def compress_now(self, request: HttpRequest, queryset) -> None:
         from django_q.tasks import async_task
 
@@ -102,7 +144,10 @@ class CompressingSessionAdmin(SessionAdmin):
             f"Compression queued for {len(ids)} session(s); see Compression events for results.",
         )
 
-    @admin.action(description="Reset sessions (archive their live messages; nothing is deleted)")
+    @admin.action(
+        description="Reset sessions (archive their live messages; nothing is deleted)",
+        permissions=["change"],
+    )
     def reset_sessions(self, request: HttpRequest, queryset):
         if request.POST.get("confirm") != "yes":
             return TemplateResponse(
@@ -125,7 +170,9 @@ class CompressingSessionAdmin(SessionAdmin):
         )
         return None
 
-    @admin.action(description="Clear cooldown, anti-thrash lock and failure streaks")
+    @admin.action(
+        description="Clear cooldown, anti-thrash lock and failure streaks", permissions=["change"]
+    )
     def clear_guards(self, request: HttpRequest, queryset) -> None:
         count = queryset.update(
             cooldown_until=None, thrash_lock_until=None, failure_streak=0, ineffective_streak=0

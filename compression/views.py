@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -100,13 +101,32 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
+# Looking needs a staff login; acting on a session needs the right to change sessions too.
+CHANGE_SESSION = "sessions_app.change_session"
+
+
 @staff_member_required
+@permission_required(CHANGE_SESSION, raise_exception=True)
 @require_POST
 def compress(request: HttpRequest, session_id) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
     focus = (request.POST.get("focus") or "").strip()[:500] or None
-    around = request.POST.get("around") or None
-    around_position = int(around) if around and around.isdigit() else None
+    around = (request.POST.get("around") or "").strip().lstrip("#")
+    around_position = None
+    if around:
+        if (
+            not around.isdigit()
+            or not Message.objects.filter(
+                session=session, position=int(around), is_summary=False
+            ).exists()
+        ):
+            messages.error(
+                request,
+                f"There is no message #{around} in this session; nothing was queued. Leave "
+                "“around” empty to compress the whole middle.",
+            )
+            return redirect("console:timeline", session_id=session.pk)
+        around_position = int(around)
     async_task(
         "compression.tasks.compress_task",
         str(session.pk),
@@ -121,6 +141,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
 
 
 @staff_member_required
+@permission_required(CHANGE_SESSION, raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def reset(request: HttpRequest, session_id) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)

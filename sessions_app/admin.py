@@ -6,6 +6,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
@@ -178,13 +179,16 @@ class SessionAdmin(admin.ModelAdmin):
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:
+        now = timezone.now()
         states = []
-        if obj.cooldown_until:
-            states.append("cooldown")
-        if obj.thrash_lock_until:
-            states.append("locked")
+        if obj.compressing_until and obj.compressing_until > now:
+            states.append("compressing")
+        if obj.cooldown_until and obj.cooldown_until > now:
+            states.append(f"cooldown until {timezone.localtime(obj.cooldown_until):%H:%M}")
+        if obj.thrash_lock_until and obj.thrash_lock_until > now:
+            states.append(f"locked until {timezone.localtime(obj.thrash_lock_until):%H:%M}")
         if obj.failure_streak:
-            states.append(f"{obj.failure_streak} failure(s)")
+            states.append(f"{obj.failure_streak} failure(s) in a row")
         return ", ".join(states) or "—"
 
     @admin.display(description="messages")

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 CHROMIUM = os.environ.get("HERMES_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# Screenshots are kept as test artifacts (CI may upload the folder); var/ is not committed.
+ARTIFACTS = Path(
+    os.environ.get("HERMES_TEST_ARTIFACTS")
+    or Path(__file__).resolve().parents[2] / "var" / "test-artifacts"
+)
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +62,14 @@ def page(browser):
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.dialogs = dialogs  # any alert() a hostile message managed to run lands here
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    page.csp_violations = violations  # anything the page tried that the policy refused
     yield page
     context.close()
 
@@ -70,3 +85,19 @@ def staff_login(live_server, django_user_model, page):
         page.wait_for_url(f"{live_server.url}/admin/")
 
     return login
+
+
+@pytest.fixture
+def screenshot(page, request):
+    """``screenshot("name")`` saves the page as ARTIFACTS/screenshots/<test>-<name>.png."""
+    folder = ARTIFACTS / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)
+
+    def take(name: str, *, full_page: bool = True) -> Path:
+        path = folder / f"{test}-{name}.png"
+        page.screenshot(path=path, full_page=full_page)
+        assert path.stat().st_size > 1000, f"empty screenshot {path}"
+        return path
+
+    return take

@@ -31,7 +31,7 @@ def compressed():
 
 
 def test_a_search_hit_opens_the_timeline_at_the_archived_original(
-    staff_login, page, live_server, compressed, tmp_path
+    staff_login, page, live_server, compressed, screenshot
 ):
     staff_login()
     original = Message.objects.get(
@@ -44,7 +44,7 @@ def test_a_search_hit_opens_the_timeline_at_the_archived_original(
     target.wait_for(state="visible")
     assert "targeted" in target.get_attribute("class")
     assert page.evaluate("window.__xss") is None and page.dialogs == []
-    page.screenshot(path="/tmp/hermes-timeline.png", full_page=False)  # noqa: S108 - a look
+    screenshot("hit-in-timeline", full_page=False)
 
 
 def test_the_compress_button_runs_and_the_event_appears(staff_login, page, live_server, compressed):
@@ -60,13 +60,43 @@ def test_the_compress_button_runs_and_the_event_appears(staff_login, page, live_
     assert "manual (console)" in page.locator(".events").inner_text()
 
 
-def test_the_dashboard_and_chart_render_on_a_phone(staff_login, page, live_server, compressed):
+def test_the_dashboard_and_chart_render_on_a_phone(
+    staff_login, page, live_server, compressed, screenshot
+):
     staff_login()
     page.set_viewport_size({"width": 375, "height": 800})
     page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
     assert page.locator("figure.chart svg polyline").count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
-    page.screenshot(path="/tmp/hermes-timeline-top.png")  # noqa: S108 - for a look
+    screenshot("timeline-phone", full_page=False)
     page.goto(f"{live_server.url}/console/")
     assert page.locator("rect.bar").count() >= 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+def test_the_compress_form_works_from_the_keyboard_alone(
+    staff_login, page, live_server, compressed, screenshot
+):
+    services.append_messages(
+        compressed, [m for n in range(40, 52) for m in turn(n)], run_hooks=False
+    )
+    staff_login()
+    page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
+    for _ in range(40):  # Tab through the header links to the first field of the form
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.name") == "focus":
+            break
+    else:
+        pytest.fail("the focus field cannot be reached with Tab")
+    page.keyboard.type("item-44")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.name") == "around"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Compress now"
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none"), "the focused button shows no focus ring"
+    screenshot("keyboard-focus", full_page=False)
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".flash")
+    assert "Compression queued" in page.locator(".flash").inner_text()
+    assert page.csp_violations == []
