@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/search.py                 # 100,000 and 1,000,000 messages
     .venv/bin/python bench/search.py --sizes 100000  # one size
+    .venv/bin/python bench/search.py --backend sqlite  # or postgres; default: both
 
-For each size, in a fresh SQLite file with the service's settings: load a deterministic corpus
-(mixed English, Chinese, code and tool output; 1 in 4 rows archived, as after compressions), build
-the three FTS5 indexes (timed), then run word, CJK, substring and fallback queries through the
-same service the API uses (20 hits with their windows and bookmarks), and the same needles through
-a naive ``content LIKE '%needle%'`` scan that finds every match (what ranking all matches without
-an index needs). Prints p50/p95 per query kind: the *lookup* (routing, matching, BM25 ranking:
+For each size and backend, in a fresh SQLite file or a fresh PostgreSQL database with the
+service's settings: load a deterministic corpus (mixed English, Chinese, code and tool output; 1
+in 4 rows archived, as after compressions), build the three search indexes (timed), then run
+word, CJK, substring and fallback queries through the same service the API uses (20 hits with
+their windows and bookmarks), and the same needles through a naive ``content LIKE '%needle%'``
+scan (``ILIKE`` on PostgreSQL) that finds every match (what ranking all matches without an index
+needs). Prints p50/p95 per query kind: the *lookup* (routing, matching, ranking:
 the same job as the scan) and the *full* response (plus excerpts, windows and bookmarks), beside
 the scan's, with the ratios. Each query runs ``--repeat`` times; the first run of each is cold.
 """
@@ -111,16 +113,21 @@ def load(size: int) -> None:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from search import fts
+    from search import fts, pg
     from sessions_app.keys import create_channel
 
     rng = random.Random(SEED)
     channel, _ = create_channel(f"bench-{size}")
     per_session = 500
     now = timezone.now()
+    postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
-        for statement in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
-            cursor.execute(f"DROP TRIGGER IF EXISTS {statement}")
+        if postgres:
+            for name in pg.INDEX_NAMES.values():
+                cursor.execute(f"DROP INDEX IF EXISTS {name}")
+        else:
+            for statement in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
+                cursor.execute(f"DROP TRIGGER IF EXISTS {statement}")
     for start in range(0, size, per_session):
         sid = uuid.uuid4().hex
         count = min(per_session, size - start)
@@ -138,7 +145,7 @@ def load(size: int) -> None:
                     len(text) // 4,
                     not archived,
                     archived,
-                    now.isoformat(sep=" "),
+                    now if postgres else now.isoformat(sep=" "),
                 )
             )
         with transaction.atomic(), connection.cursor() as cursor:
@@ -153,12 +160,13 @@ def load(size: int) -> None:
             cursor.executemany(
                 "INSERT INTO sessions_app_message (session_id, position, role, content,"
                 " token_count, active, compressed, is_summary, is_fallback_summary, created_at,"
-                " rollback_reason) VALUES (%s, %s, %s, %s, %s, %s, %s, 0, 0, %s, '')",
+                " rollback_reason) VALUES (%s, %s, %s, %s, %s, %s, %s, false, false, %s, '')",
                 rows,
             )
-    with connection.cursor() as cursor:
-        for statement in fts.create_statements():
-            cursor.execute(statement)
+    if not postgres:
+        with connection.cursor() as cursor:
+            for statement in fts.create_statements():
+                cursor.execute(statement)
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -226,12 +234,13 @@ def measure(size: int, repeat: int) -> list[tuple]:
             indexes.add(result.index or "none")
             needle = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             t0 = time.perf_counter()
+            like = "ILIKE" if connection.vendor == "postgresql" else "LIKE"  # case-blind, both
             with connection.cursor() as cursor:
-                cursor.execute(
+                sql = (  # LIKE or ILIKE, a constant
                     "SELECT id FROM sessions_app_message WHERE (active OR compressed) AND"
-                    " content LIKE %s ESCAPE '\\'",
-                    [f"%{needle}%"],
+                    f" content {like} %s ESCAPE '\\'"
                 )
+                cursor.execute(sql, [f"%{needle}%"])
                 cursor.fetchall()
             scan.append(time.perf_counter() - t0)
         rows.append(
@@ -249,42 +258,69 @@ def measure(size: int, repeat: int) -> list[tuple]:
     return rows
 
 
+def _database_mib(data: Path) -> float:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_database_size(current_database())")
+            return cursor.fetchone()[0] / 2**20
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return (data / "hermes.sqlite3").stat().st_size / 2**20
+
+
+def _build_indexes(size: int) -> str:
+    """Build the search indexes over the loaded rows; returns what was built."""
+    from django.db import connection, transaction
+
+    from search import fts, pg
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '256MB'")
+            pg.install(cursor)
+            assert pg.invalid_indexes(cursor) == []
+        return "3 PostgreSQL GIN indexes"
+    with transaction.atomic(), connection.cursor() as cursor:
+        counts = fts.rebuild(cursor)
+    assert set(counts.values()) == {size}, counts
+    return "3 FTS5 indexes"
+
+
 def run(size: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hermes-search-bench-") as tmp:
         data = Path(tmp)
         _setup(data)
         from django.core.management import call_command
-        from django.db import connection, transaction
-
-        from search import fts
+        from django.db import connection
 
         call_command("migrate", verbosity=0)
+        backend = connection.vendor
         t0 = time.perf_counter()
         load(size)
         load_s = time.perf_counter() - t0
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size_before = (data / "hermes.sqlite3").stat().st_size
+        if backend == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE sessions_app_message")
+        size_before = _database_mib(data)
         t0 = time.perf_counter()
-        with transaction.atomic(), connection.cursor() as cursor:
-            counts = fts.rebuild(cursor)
+        built = _build_indexes(size)
         build_s = time.perf_counter() - t0
         with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            cursor.execute("ANALYZE")
-        size_after = (data / "hermes.sqlite3").stat().st_size
-        assert set(counts.values()) == {size}, counts
+            cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
+        size_after = _database_mib(data)
         search_rows = measure(size, repeat)
 
-    print(f"\n## {size:,} messages\n")
+    name = "PostgreSQL" if backend == "postgresql" else "SQLite"
+    print(f"\n## {size:,} messages, {name}\n")
     print(
-        f"corpus load {load_s:.1f} s · index build (3 FTS5 indexes) {build_s:.1f} s · "
-        f"database {size_before / 2**20:,.0f} MiB before indexes, "
-        f"{size_after / 2**20:,.0f} MiB after\n"
+        f"corpus load {load_s:.1f} s · index build ({built}) {build_s:.1f} s · "
+        f"database {size_before:,.0f} MiB before indexes, {size_after:,.0f} MiB after\n"
     )
+    scan = "ILIKE" if backend == "postgresql" else "LIKE"
     print(
         "| query kind | answered by | lookup p50 ms | lookup p95 ms | full p50 ms | full p95 ms "
-        "| LIKE scan p50 ms | LIKE scan p95 ms | p95 speed-up, lookup (x) "
+        f"| {scan} scan p50 ms | {scan} scan p95 ms | p95 speed-up, lookup (x) "
         "| p95 speed-up, full (x) |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -295,32 +331,61 @@ def run(size: int, repeat: int) -> None:
         )
 
 
+POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
+
+
+def _one(size: int, repeat: int, backend: str) -> None:
+    """One size on one backend, in its own process (Django is set up once per process)."""
+    env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+    args = [sys.executable, __file__, "--sizes", str(size), "--repeat", str(repeat)]
+    args += ["--quiet-header"]
+    if backend == "sqlite":
+        subprocess.run(args, check=True, env=env)
+        return
+    from tests.processes import _admin_connection
+
+    name = f"hermes_search_bench_{uuid.uuid4().hex[:8]}"
+    with _admin_connection(POSTGRES) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        env["HERMES_DATABASE_URL"] = POSTGRES.rsplit("/", 1)[0] + f"/{name}"
+        subprocess.run(args, check=True, env=env)
+    finally:
+        with _admin_connection(POSTGRES) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each query")
+    parser.add_argument(
+        "--backend",
+        choices=("both", "sqlite", "postgres"),
+        default="both",
+        help="both: SQLite, then PostgreSQL where it answers ($HERMES_TEST_POSTGRES_URL)",
+    )
     parser.add_argument("--quiet-header", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if len(args.sizes) > 1:  # Django is set up once per process: one process per size
-        print("Search benchmark (SQLite FTS5 vs LIKE scan); 20 hits per query with windows")
-        for size in args.sizes:
-            sys.stdout.flush()
-            subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--sizes",
-                    str(size),
-                    "--repeat",
-                    str(args.repeat),
-                    "--quiet-header",
-                ],
-                check=True,
-            )
+    if args.quiet_header:  # a child: one size, on the backend its environment names
+        run(args.sizes[0], args.repeat)
         return
-    if not args.quiet_header:
-        print("Search benchmark (SQLite FTS5 vs LIKE scan); 20 hits per query with windows")
-    run(args.sizes[0], args.repeat)
+    backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    if "postgres" in backends:
+        try:
+            from tests.processes import _admin_connection
+
+            _admin_connection(POSTGRES).close()
+        except Exception as exc:  # no PostgreSQL: measure SQLite alone and say so
+            if args.backend == "postgres":
+                raise SystemExit(f"PostgreSQL at {POSTGRES} does not answer: {exc}") from None
+            print(f"(PostgreSQL at {POSTGRES} does not answer, measuring SQLite only: {exc})")
+            backends.remove("postgres")
+    print("Search benchmark (index lookup vs a naive scan); 20 hits per query with windows")
+    for size in args.sizes:
+        for backend in backends:
+            sys.stdout.flush()
+            _one(size, args.repeat, backend)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,9 @@ class SearchConfig(_Block):
     scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
 
 
+DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
+
+
 class ServerConfig(_Block):
     """Deployment settings of this service (not part of Hermes Agent's file)."""
 
@@ -243,6 +246,41 @@ class ServerConfig(_Block):
     sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 256
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    # Scale-out (docs/deployment.md). Empty: SQLite in data_dir and django-q2's ORM broker.
+    database_url: str = ""  # postgres://user:password@host:5432/name
+    broker_url: str = ""  # redis://host:6379/0
+    db_conn_max_age: Annotated[int, Field(ge=0, le=3600)] = 60
+    # django-q2 gives a task `timeout` seconds and hands it to another worker after `retry`; empty
+    # means sized from compression.max_attempts and the model ceiling. retry must exceed timeout.
+    task_timeout_seconds: Annotated[int, Field(ge=10)] | None = None
+    task_retry_seconds: Annotated[int, Field(ge=20)] | None = None
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_scheme(cls, value: str) -> str:
+        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+        if value and scheme not in DATABASE_SCHEMES:
+            raise ValueError(
+                "expected postgres://user:password@host:5432/name or sqlite:///path/to/file"
+            )
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_scheme(cls, value: str) -> str:
+        if value and value.split("://", 1)[0].lower() not in ("redis", "rediss", "unix"):
+            raise ValueError("expected redis://host:6379/0 (or rediss://, unix://)")
+        return value
+
+    @model_validator(mode="after")
+    def _retry_after_timeout(self) -> ServerConfig:
+        timeout, retry = self.task_timeout_seconds, self.task_retry_seconds
+        if timeout is not None and retry is not None and retry <= timeout:
+            raise ValueError(
+                f"task_retry_seconds ({retry}) must exceed task_timeout_seconds ({timeout}), "
+                "or a task still running would be started again by another worker"
+            )
+        return self
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod

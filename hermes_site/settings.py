@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from hermes_site.config import ConfigError, config_path, load_config
@@ -108,24 +109,47 @@ TEMPLATES = [
 # SQLite is the embedded default, set up for concurrent web + worker processes: WAL so readers
 # never block the writer, a busy timeout instead of instant "database is locked", and IMMEDIATE
 # transactions so a writer takes the lock at BEGIN instead of failing on a lock upgrade midway.
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "hermes.sqlite3",
-        "OPTIONS": {
-            "timeout": _server.sqlite_busy_timeout_seconds,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": (
-                "PRAGMA journal_mode=WAL;"
-                "PRAGMA synchronous=NORMAL;"
-                "PRAGMA foreign_keys=ON;"
-                f"PRAGMA busy_timeout={int(_server.sqlite_busy_timeout_seconds * 1000)};"
-                f"PRAGMA cache_size=-{_server.sqlite_cache_mib * 1024};"
-                f"PRAGMA mmap_size={_server.sqlite_mmap_mib * 1024 * 1024};"
-            ),
-        },
+# PostgreSQL (server.database_url, or $HERMES_DATABASE_URL) is the scale-out path.
+DATABASE_URL = os.environ.get("HERMES_DATABASE_URL") or _server.database_url
+_sqlite_path = DATA_DIR / "hermes.sqlite3"
+if DATABASE_URL.lower().startswith("sqlite"):
+    _sqlite_path = Path(dj_database_url.parse(DATABASE_URL)["NAME"])
+    DATABASE_URL = ""
+if DATABASE_URL:
+    try:
+        DATABASES = {
+            "default": dj_database_url.parse(
+                DATABASE_URL,
+                conn_max_age=0 if TESTING else _server.db_conn_max_age,
+                conn_health_checks=True,
+            )
+        }
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"server.database_url: {exc}") from None
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            "server.database_url: only PostgreSQL (postgres://) and SQLite (sqlite:///) are "
+            "supported"
+        )
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": _sqlite_path,
+            "OPTIONS": {
+                "timeout": _server.sqlite_busy_timeout_seconds,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;"
+                    "PRAGMA synchronous=NORMAL;"
+                    "PRAGMA foreign_keys=ON;"
+                    f"PRAGMA busy_timeout={int(_server.sqlite_busy_timeout_seconds * 1000)};"
+                    f"PRAGMA cache_size=-{_server.sqlite_cache_mib * 1024};"
+                    f"PRAGMA mmap_size={_server.sqlite_mmap_mib * 1024 * 1024};"
+                ),
+            },
+        }
     }
-}
 if not TESTING:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
 
@@ -162,19 +186,27 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = _server.max_request_bytes
 
 LOGIN_URL = "admin:login"
 
-# django-q2 on the ORM broker: no extra service for the embedded default. A task may run for at most
-# `timeout` seconds and is retried after `retry`, so retry must exceed timeout.
+# django-q2: the ORM broker for the embedded default (no extra service), Redis when configured
+# (server.broker_url or $HERMES_BROKER_URL). A task may run for at most `timeout` seconds and is
+# handed to another worker after `retry`, so retry must exceed timeout: a compression run may make
+# max_attempts model calls, each bounded by the total ceiling.
+_attempts_seconds = HERMES.compression.max_attempts * (
+    int(HERMES.compression.context_total_ceiling_seconds) + 120
+)
+Q_TIMEOUT = _server.task_timeout_seconds or _attempts_seconds + 60
+Q_RETRY = _server.task_retry_seconds or max(_attempts_seconds + 180, Q_TIMEOUT + 120)
+if Q_RETRY <= Q_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"server.task_retry_seconds ({Q_RETRY}) must exceed the task timeout ({Q_TIMEOUT}), or a "
+        "task still running would be started again by another worker."
+    )
+BROKER_URL = os.environ.get("HERMES_BROKER_URL") or _server.broker_url
 Q_CLUSTER = {
     "name": "hermes",
-    "orm": "default",
+    **({"redis": BROKER_URL} if BROKER_URL else {"orm": "default"}),
     "workers": _server.q_workers,
-    # A compression run may make max_attempts model calls, each bounded by the total ceiling.
-    "timeout": HERMES.compression.max_attempts
-    * (int(HERMES.compression.context_total_ceiling_seconds) + 120)
-    + 60,
-    "retry": HERMES.compression.max_attempts
-    * (int(HERMES.compression.context_total_ceiling_seconds) + 120)
-    + 180,
+    "timeout": Q_TIMEOUT,
+    "retry": Q_RETRY,
     "max_attempts": 2,
     "poll": 1,
     "catch_up": False,

@@ -43,8 +43,11 @@ class Route:
     """One way to answer: an index and its expression (or, for ``scan``, the LIKE needles)."""
 
     index: str  # words | bigram | trigram | scan
-    expression: str = ""
+    expression: str = ""  # FTS5 syntax (SQLite)
     like: tuple[str, ...] = ()
+    # What a backend without FTS5 builds its own query from: per term, the text to match as a
+    # phrase and whether its last token is a prefix (PostgreSQL; see search.backends.postgres).
+    phrases: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,12 +148,29 @@ def _bigram_expression(terms: tuple[Term, ...]) -> str | None:
     return " AND ".join(parts)
 
 
+def _word_phrases(terms: tuple[Term, ...]) -> tuple[tuple[str, bool], ...]:
+    return tuple((t.text, t.prefix) for t in terms)
+
+
+def _bigram_phrases(terms: tuple[Term, ...]) -> tuple[tuple[str, bool], ...]:
+    phrases = []
+    for term in terms:
+        tokens = _bigram_tokens(term)
+        phrases.append((" ".join(tok for tok, _ in tokens), tokens[-1][1]))
+    return tuple(phrases)
+
+
 def _trigram_route(terms: tuple[Term, ...]) -> Route | None:
     long_terms = [t for t in terms if len(t.text) >= 3]
     if not long_terms:
         return None
     short = tuple(t.text for t in terms if len(t.text) < 3)
-    return Route("trigram", " AND ".join(_quote(t.text) for t in long_terms), like=short)
+    return Route(
+        "trigram",
+        " AND ".join(_quote(t.text) for t in long_terms),
+        like=short,
+        phrases=tuple((t.text, False) for t in long_terms),
+    )
 
 
 def parse(text: str) -> ParsedQuery:
@@ -170,17 +190,17 @@ def parse(text: str) -> ParsedQuery:
         bigram = _bigram_expression(terms)
         trigram = _trigram_route(terms)
         if words:
-            routes.append(Route("words", words))
+            routes.append(Route("words", words, phrases=_word_phrases(terms)))
         if bigram and trigram and all(len(t.text) >= 3 and WORD.fullmatch(t.text) for t in terms):
             # A CJK term of three or more letters with no space or punctuation is an exact
             # substring: the trigram index answers it with far fewer position checks than a
             # phrase of overlapping bigrams (three characters are a single trigram). The bigram
             # phrase follows for text that only matches token by token ("用 Django 写"); terms
             # with spaces or punctuation go to the bigram index first, which ignores them.
-            routes += [trigram, Route("bigram", bigram)]
+            routes += [trigram, Route("bigram", bigram, phrases=_bigram_phrases(terms))]
         else:
             if bigram:
-                routes.append(Route("bigram", bigram))
+                routes.append(Route("bigram", bigram, phrases=_bigram_phrases(terms)))
             if trigram:
                 routes.append(trigram)
         routes.append(Route("scan", like=tuple(t.text for t in terms)))

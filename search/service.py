@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from search import results
 from search.filters import Filters
@@ -44,11 +45,13 @@ class SearchResult:
 
 
 def _backend():
-    if connection.vendor == "sqlite":
-        from search.backends import sqlite
+    if connection.vendor == "postgresql":
+        from search.backends import postgres
 
-        return sqlite
-    raise NotImplementedError(f"search has no backend for {connection.vendor} yet")
+        return postgres
+    from search.backends import sqlite
+
+    return sqlite
 
 
 def _run(
@@ -57,12 +60,16 @@ def _run(
     backend = _backend()
     if route.index == "scan":
         return backend.run_scan(route.like, filters, limit, offset), False
+    # On PostgreSQL a failed statement aborts the whole transaction unless it ran in a savepoint;
+    # on SQLite an atomic block would BEGIN IMMEDIATE, taking the write lock for a read.
+    guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
     try:
-        return backend.run_fts(route, filters, limit, offset)
+        with guard:
+            return backend.run_fts(route, filters, limit, offset)
     except DatabaseError:
-        # Quoting makes this unreachable for user text; if FTS5 still objects, fall back rather
-        # than fail the request.
-        logger.exception("FTS5 rejected %r on %s; falling back", route.expression, route.index)
+        # Quoting makes this unreachable for user text; if the index still objects, fall back
+        # rather than fail the request.
+        logger.exception("the %s index rejected %r; falling back", route.index, route.expression)
         return [], False
 
 

@@ -309,10 +309,24 @@ def test_with_no_summary_model_the_local_summary_is_used_and_labelled(channel, d
 # --- Iteration, concurrency, passes ----------------------------------------------------------
 
 
+def db_thread(target) -> threading.Thread:
+    """A thread that closes its own database connections when done (an open one would keep
+    PostgreSQL from dropping the test database)."""
+    from django.db import connections
+
+    def run() -> None:
+        try:
+            target()
+        finally:
+            connections.close_all()
+
+    return threading.Thread(target=run)
+
+
 def compress_in_background(session: Session, model_server: FakeModelServer):
     """Start a compression in another thread and return once its model call is in flight."""
     outcome: dict = {}
-    worker = threading.Thread(target=lambda: outcome.setdefault("r", compress(session)))
+    worker = db_thread(lambda: outcome.setdefault("r", compress(session)))
     worker.start()
     deadline = time.monotonic() + 5
     while not model_server.requests and time.monotonic() < deadline:
@@ -361,7 +375,7 @@ def test_a_second_request_while_one_runs_is_refused_and_one_summary_results(
 ):
     model_server.then(Reply("## Goal\nonly one", delay=1.0))
     session = make_session(channel)
-    worker = threading.Thread(target=lambda: compress(session))
+    worker = db_thread(lambda: compress(session))
     worker.start()
     deadline = time.monotonic() + 5
     while not model_server.requests and time.monotonic() < deadline:

@@ -1,14 +1,16 @@
-"""Several processes writing one SQLite database at once (WAL, busy timeout, BEGIN IMMEDIATE).
+"""Several processes writing one database at once: SQLite (WAL, busy timeout, BEGIN IMMEDIATE)
+or, in the PostgreSQL pass, PostgreSQL (row locks on the session).
 
-Runs real processes against a real file, as the web server and the django-q2 worker do.
+Runs real processes against a real database, as the web server and the django-q2 worker do.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.processes import isolated_env, on_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,27 +49,15 @@ session = Session.objects.get(pk=sys.argv[1])
 r = recount(session)
 positions = list(Message.objects.filter(session=session).order_by("position")
                  .values_list("position", flat=True))
-with connection.cursor() as cursor:
-    cursor.execute("PRAGMA journal_mode")
-    mode = cursor.fetchone()[0]
+mode = connection.vendor
+if mode == "sqlite":
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        mode = cursor.fetchone()[0]
 print(session.live_messages, session.live_tokens, session.total_messages, session.next_position)
 print(r.live_messages, r.live_tokens, r.total_messages)
 print(positions == list(range(len(positions))), mode)
 """
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    config = tmp_path / "hermes.yaml"
-    config.write_text(
-        f"server:\n  data_dir: {tmp_path}\n  sqlite_busy_timeout_seconds: 30\n", encoding="utf-8"
-    )
-    env = {
-        **os.environ,
-        "HERMES_CONFIG": str(config),
-        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
-    }
-    env.pop("PYTEST_CURRENT_TEST", None)
-    return env
 
 
 def _python(code: str, *args: str, env: dict[str, str]) -> str:
@@ -85,14 +75,11 @@ def _python(code: str, *args: str, env: dict[str, str]) -> str:
 
 
 def test_concurrent_writers_keep_positions_contiguous_and_counters_exact(tmp_path):
-    env = _env(tmp_path)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=180,
-    )
+    with isolated_env(tmp_path, server="  sqlite_busy_timeout_seconds: 30\n") as env:
+        _concurrent_writers(env)
+
+
+def _concurrent_writers(env: dict[str, str]) -> None:
     session_id = _python(SETUP, env=env).strip().splitlines()[-1]
     writers = [
         subprocess.Popen(
@@ -115,4 +102,4 @@ def test_concurrent_writers_keep_positions_contiguous_and_counters_exact(tmp_pat
     # 1 system prompt + 4 writers x 25 batches x 2 messages; each writer rolled back 5 of its own.
     assert total == next_position == 1 + 4 * 25 * 2
     assert live == total - 4 * 5
-    assert shape == "True wal"
+    assert shape == ("True postgresql" if on_postgres() else "True wal")

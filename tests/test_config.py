@@ -241,3 +241,82 @@ def test_a_misspelt_section_is_still_refused():
 )
 def test_infinite_numbers_and_unknown_time_zones_are_refused(data, key):
     assert key in _error(data)
+
+
+def test_a_task_retry_not_above_its_timeout_is_refused():
+    message = _error({"server": {"task_timeout_seconds": 300, "task_retry_seconds": 300}})
+    assert "task_retry_seconds (300) must exceed task_timeout_seconds (300)" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "hint"),
+    [
+        ("database_url", "mysql://root@localhost/hermes", "postgres://"),
+        ("database_url", "just-a-name", "postgres://"),
+        ("broker_url", "amqp://guest@localhost//", "redis://"),
+    ],
+)
+def test_database_and_broker_urls_must_name_a_supported_server(key, value, hint):
+    message = _error({"server": {key: value}})
+    assert f"server.{key}" in message and hint in message
+
+
+def _start(tmp_path: Path, server: str, **env_vars: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "hermes.yaml"
+    path.write_text(f"server:\n  data_dir: {tmp_path}\n{server}", encoding="utf-8")
+    env = {**os.environ, "HERMES_CONFIG": str(path), **env_vars}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_retry_below_the_sized_task_timeout_stops_start_up(tmp_path):
+    result = _start(tmp_path, "  task_retry_seconds: 60\n")
+    assert result.returncode != 0
+    assert "task_retry_seconds (60) must exceed the task timeout" in result.stderr
+
+
+def test_the_environment_chooses_the_database_and_broker(tmp_path):
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.DATABASES['default']['ENGINE'], s.DATABASES['default']['NAME'], "
+        "s.Q_CLUSTER.get('redis'), s.Q_CLUSTER.get('orm'))"
+    )
+    path = tmp_path / "hermes.yaml"
+    path.write_text(f"server:\n  data_dir: {tmp_path}\n", encoding="utf-8")
+    base = {
+        **os.environ,
+        "HERMES_CONFIG": str(path),
+        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
+    }
+    for name in ("HERMES_DATABASE_URL", "HERMES_BROKER_URL"):
+        base.pop(name, None)
+
+    def settings_with(**env_vars: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**base, **env_vars},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+
+    assert settings_with() == f"django.db.backends.sqlite3 {tmp_path}/hermes.sqlite3 None default"
+    assert (
+        settings_with(
+            HERMES_DATABASE_URL="postgres://u:p@db.example:5433/mem",
+            HERMES_BROKER_URL="redis://cache.example:6379/2",
+        )
+        == "django.db.backends.postgresql mem redis://cache.example:6379/2 None"
+    )
+    assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
+        f"django.db.backends.sqlite3 {tmp_path}/other.sqlite3 None default"
+    )

@@ -1,10 +1,10 @@
-"""The service as deployed on its embedded default: a web process and a django-q2 worker on one
-SQLite file, a loopback summary model, and a gateway speaking HTTP. Nothing is faked in-process."""
+"""The service as deployed: a web process and a django-q2 worker on one database (a SQLite file
+with the ORM broker, or PostgreSQL with Redis in the PostgreSQL pass), a loopback summary model,
+and a gateway speaking HTTP. Nothing is faked in-process."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from compression.fake_model import FakeModelServer, Reply
+from tests.processes import isolated_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,67 +43,63 @@ def _call(method: str, url: str, key: str, body: dict | None = None, timeout: fl
 def service(tmp_path):
     with FakeModelServer() as model:
         model.script.default = Reply("## Goal\nSummarised by the loopback model.")
-        config = tmp_path / "hermes.yaml"
-        config.write_text(
-            f"server:\n  data_dir: {tmp_path}\n"
-            "auxiliary:\n  compression:\n    model: fake-summary\n"
-            f"    base_url: {model.base_url}\n",
-            encoding="utf-8",
+        sections = (
+            f"auxiliary:\n  compression:\n    model: fake-summary\n    base_url: {model.base_url}\n"
         )
-        env = {**os.environ, "HERMES_CONFIG": str(config)}
-        env.pop("PYTEST_CURRENT_TEST", None)
-        manage = [sys.executable, "manage.py"]
-        subprocess.run(
-            [*manage, "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
-        )
-        out = subprocess.run(
-            [*manage, "create_channel", "live"],
+        with isolated_env(tmp_path, sections=sections) as env:
+            yield from _processes(env, model)
+
+
+def _processes(env: dict[str, str], model: FakeModelServer):
+    manage = [sys.executable, "manage.py"]
+    out = subprocess.run(
+        [*manage, "create_channel", "live"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    key = out.split("store it now): ")[1].strip()
+    port = _free_port()
+    processes = [
+        subprocess.Popen(
+            [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
             cwd=ROOT,
             env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        ).stdout
-        key = out.split("store it now): ")[1].strip()
-        port = _free_port()
-        processes = [
-            subprocess.Popen(
-                [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            ),
-            subprocess.Popen(
-                [*manage, "qcluster"],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            ),
-        ]
-        base = f"http://127.0.0.1:{port}/api/v1"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail("the web process did not start")
-                time.sleep(0.3)
-            yield base, key, model
-        finally:
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+        subprocess.Popen(
+            [*manage, "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ),
+    ]
+    base = f"http://127.0.0.1:{port}/api/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("the web process did not start")
+            time.sleep(0.3)
+        yield base, key, model
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def test_a_gateway_compresses_through_the_real_worker_and_finds_the_originals(service):

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.db import connection
 
-from search import fts
+from search import fts, pg
 from search.service import Filters, search
 from sessions_app import services
 from sessions_app.models import Message, Session
@@ -209,9 +209,17 @@ def test_summaries_and_originals_are_scored_alike(gateway):
 # --- Index maintenance ----------------------------------------------------------------------
 
 
-def _index_counts() -> tuple[dict[str, int], int]:
+def _assert_every_index_holds_every_indexed_row() -> None:
+    """SQLite's FTS5 tables are separate from the messages and are counted; PostgreSQL's are
+    expression indexes it maintains with the table itself, which have no row count to compare, so
+    there the tests rely on what search finds."""
+    if connection.vendor != "sqlite":
+        with connection.cursor() as cursor:
+            assert pg.invalid_indexes(cursor) == []
+        return
     with connection.cursor() as cursor:
-        return fts.index_counts(cursor), fts.indexed_count(cursor)
+        counts, expected = fts.index_counts(cursor), fts.indexed_count(cursor)
+    assert set(counts.values()) == {expected}
 
 
 def test_bulk_archiving_thousands_of_rows_keeps_every_row_findable(gateway):
@@ -221,16 +229,19 @@ def test_bulk_archiving_thousands_of_rows_keeps_every_row_findable(gateway):
     for _ in range(3):
         services.append_messages(session, batch)
     Message.objects.filter(session=session).update(active=False, compressed=True)
-    counts, expected = _index_counts()
-    assert expected == 3000
-    assert set(counts.values()) == {3000}
+    assert Message.objects.filter(session=session, compressed=True).count() == 3000
+    _assert_every_index_holds_every_indexed_row()
     assert len(found(gateway, "needle-999", limit=100)["hits"]) == 3
 
 
 def test_rolling_back_removes_rows_from_every_index(gateway, planted):
-    counts, expected = _index_counts()
-    assert set(counts.values()) == {expected}
-    assert Message.objects.filter(active=False, compressed=False).count() == 2
+    _assert_every_index_holds_every_indexed_row()
+    rolled_back = Message.objects.filter(active=False, compressed=False)
+    assert rolled_back.count() == 2
+    for row in rolled_back:
+        for query in (row.content, row.content[1:-1], row.content.split()[0]):
+            ids = {h["message"]["id"] for h in found(gateway, query, limit=100)["hits"]}
+            assert row.pk not in ids, (query, found(gateway, query)["index"])
 
 
 def test_editing_a_rows_text_reindexes_it(gateway, planted):
@@ -238,8 +249,7 @@ def test_editing_a_rows_text_reindexes_it(gateway, planted):
     Message.objects.filter(pk=row.pk).update(content="We deploy with nomad now.")
     assert found(gateway, "kubernetes")["hits"] == []
     assert found(gateway, "nomad")["hits"][0]["message"]["id"] == row.pk
-    counts, expected = _index_counts()
-    assert set(counts.values()) == {expected}
+    _assert_every_index_holds_every_indexed_row()
 
 
 def test_tool_call_arguments_are_searchable(gateway):

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from search import fts
+from search import fts, pg
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message
@@ -64,6 +64,8 @@ def test_search_refuses_bad_arguments(session):
 
 
 def test_reindex_rebuilds_every_index_and_checks_it(session):
+    if connection.vendor != "sqlite":
+        pytest.skip("empties SQLite's FTS5 tables; the PostgreSQL variant is the next test")
     with connection.cursor() as cursor:
         # Damage: empty the indexes behind the triggers' back.
         for index in fts.INDEXES:
@@ -80,3 +82,21 @@ def test_reindex_rebuilds_every_index_and_checks_it(session):
     assert "integrity check passed" in out
     assert "reindex" in err  # the progress bar goes to stderr
     assert "2 hit(s) from the words index" in run("search", "nginx")[0]
+
+
+@pytest.mark.django_db(transaction=True)  # REINDEX CONCURRENTLY cannot run in a transaction
+def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: runs in the PostgreSQL pass of ./bin/test")
+    channel = create_channel("cli-pg")[0]
+    session = services.open_session(channel, model="gpt-4", system_prompt="sys").session
+    services.append_messages(session, [{"role": "user", "content": "the nginx cache"}])
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {pg.INDEX_NAMES['words']}")
+        assert pg.invalid_indexes(cursor) == [pg.INDEX_NAMES["words"]]
+    out, err = run("reindex")
+    assert "Reindexed 2 messages" in out and "every index valid" in out
+    assert "reindex" in err
+    with connection.cursor() as cursor:
+        assert pg.invalid_indexes(cursor) == []
+    assert "1 hit(s) from the words index" in run("search", "nginx")[0]

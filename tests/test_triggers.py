@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +18,8 @@ from compression.models import CompressionEvent, ModelThresholdOverride
 from compression.triggers import classify_error, hygiene
 from sessions_app import services
 from sessions_app.models import Message, Session
-from tests.test_compression import assert_consistent, turn
+from tests.processes import isolated_env
+from tests.test_compression import assert_consistent, db_thread, turn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -347,21 +346,12 @@ def test_exhaustion_resets_to_the_last_good_summary(gw, configured, chat_model, 
 
 
 def test_cooldown_survives_a_restart(tmp_path):
-    config = tmp_path / "hermes.yaml"
-    config.write_text(
-        f"server:\n  data_dir: {tmp_path}\n"
-        "auxiliary:\n  compression:\n    model: s\n    base_url: http://127.0.0.1:9/v1\n",
-        encoding="utf-8",
-    )
-    env = {
-        **os.environ,
-        "HERMES_CONFIG": str(config),
-        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
-    }
-    env.pop("PYTEST_CURRENT_TEST", None)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=180
-    )
+    sections = "auxiliary:\n  compression:\n    model: s\n    base_url: http://127.0.0.1:9/v1\n"
+    with isolated_env(tmp_path, sections=sections) as env:
+        _cooldown_across_processes(env)
+
+
+def _cooldown_across_processes(env: dict[str, str]) -> None:
     first = """
 import django; django.setup()
 from compression.engine import compress
@@ -419,7 +409,7 @@ def test_concurrent_triggers_on_one_session_make_exactly_one_compression(
             ),
             lambda: outcomes.setdefault("manual", gw.post(f"/sessions/{sid}/compress").status_code),
         ]
-        threads = [threading.Thread(target=job) for job in jobs]
+        threads = [db_thread(job) for job in jobs]
         for thread in threads:
             thread.start()
             time.sleep(0.05)

@@ -5,46 +5,10 @@ from __future__ import annotations
 
 from django.db import connection
 
+from search.backends.common import INDEXED, ROLLED_BACK, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE, table
 from search.query import Route
-
-SESSION_TABLE = "sessions_app_session"
-KIND_SQL = {
-    "live": "(m.active AND NOT m.is_summary)",
-    "summary": "(m.active AND m.is_summary)",
-    "archived": "(m.compressed)",
-}
-
-
-def _like(needle: str) -> str:
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _filters(filters: Filters) -> tuple[list[str], list]:
-    from sessions_app.models import Session
-
-    where: list[str] = []
-    params: list = []
-    if filters.session_id is not None:
-        where.append("m.session_id = %s")
-        params.append(Session._meta.pk.get_db_prep_value(filters.session_id, connection))
-    if filters.channel_id is not None:
-        where.append(f"m.session_id IN (SELECT id FROM {SESSION_TABLE} WHERE channel_id = %s)")
-        params.append(filters.channel_id)
-    if filters.role:
-        where.append("m.role = %s")
-        params.append(filters.role)
-    if filters.kind:
-        where.append(KIND_SQL[filters.kind])
-    if filters.since is not None:
-        where.append("m.created_at >= %s")
-        params.append(connection.ops.adapt_datetimefield_value(filters.since))
-    if filters.until is not None:
-        where.append("m.created_at < %s")
-        params.append(connection.ops.adapt_datetimefield_value(filters.until))
-    return where, params
 
 
 def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
@@ -52,7 +16,7 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     params = []
     for needle in needles:
         clauses.append("(m.content LIKE %s ESCAPE '\\' OR m.tool_calls LIKE %s ESCAPE '\\')")
-        params += [_like(needle), _like(needle)]
+        params += [like_pattern(needle), like_pattern(needle)]
     return clauses, params
 
 
@@ -69,7 +33,7 @@ def run_fts(
     global); only older matches beyond the window are left out, and the result says so.
     """
     t = table(route.index)
-    where, params = _filters(filters)
+    where, params = filters_sql(filters)
     likes, like_params = _like_clauses(route.like)
     clauses = [f"{t} MATCH %s", *where, *likes]
     with connection.cursor() as cursor:
@@ -108,8 +72,8 @@ def run_scan(
 ) -> list[tuple[int, None]]:
     """LIKE over at most ``filters.scan_rows`` of the newest rows (a session's rows when one is
     given): the answer of last resort, bounded so it cannot become a full-table scan."""
-    where, params = _filters(filters)
-    state = "(NOT m.active AND NOT m.compressed)" if rolled_back else "(m.active OR m.compressed)"
+    where, params = filters_sql(filters)
+    state = ROLLED_BACK if rolled_back else INDEXED
     likes, like_params = _like_clauses(needles)
     bound: list[str] = []
     bound_params: list = []

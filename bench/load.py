@@ -1,0 +1,417 @@
+"""Load test: gateway clients appending and searching against the deployed processes, then an
+audit that every acknowledged message is stored, counters equal recounts, and no session was
+compressed twice at once.
+
+    .venv/bin/python bench/load.py [--seconds 60] [--backend both|sqlite|postgres]
+
+Two set-ups, each in the same run and each on loopback only:
+* PostgreSQL + Redis: 4 gunicorn web processes, 2 django-q2 worker processes, 32 clients;
+* SQLite + the ORM broker: 1 gunicorn web process, 1 worker process, 16 clients (the baseline).
+
+The summary model is the loopback fake (0.3 s per summary). Sessions open with an 8K-token
+window so automatic compression fires many times during the run. PostgreSQL and Redis are taken
+from $HERMES_TEST_POSTGRES_URL / $HERMES_TEST_REDIS_URL (defaults: 127.0.0.1, Redis db 14 is
+emptied); a fresh database is created and dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from compression.fake_model import FakeModelServer, Reply  # noqa: E402
+from tests.processes import _admin_connection  # noqa: E402
+
+POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
+REDIS = os.environ.get("HERMES_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+PYTHON = sys.executable
+GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
+
+AUDIT = """
+import django, json, sys, time
+django.setup()
+from django.db.models import Count
+from django.utils import timezone
+from compression.models import CompressionEvent
+from sessions_app.models import Message, Session
+from sessions_app.services import recount
+
+acknowledged = set(json.load(open(sys.argv[1])))
+deadline = time.monotonic() + 180
+while time.monotonic() < deadline:  # let the workers finish what the run queued
+    busy = Session.objects.filter(compressing_until__gt=timezone.now()).count()
+    queued = 0
+    try:
+        from django_q.brokers import get_broker
+        queued = get_broker().queue_size() or 0
+    except Exception:
+        pass
+    if not busy and not queued:
+        break
+    time.sleep(1)
+time.sleep(2)
+stored = {}
+for content in Message.objects.filter(content__startswith="LOAD ", is_summary=False).values_list(
+        "content", flat=True).iterator():
+    marker = content.split()[1]
+    stored[marker] = stored.get(marker, 0) + 1
+missing = sorted(acknowledged - stored.keys())
+duplicated = sorted(m for m, n in stored.items() if n > 1)
+counters_ok = 0
+counters_bad = []
+overlaps = 0
+for session in Session.objects.all():
+    before = (session.live_messages, session.live_tokens, session.total_messages)
+    after = recount(session)
+    if before == (after.live_messages, after.live_tokens, after.total_messages):
+        counters_ok += 1
+    else:
+        counters_bad.append(str(session.pk))
+    runs = []
+    for event in CompressionEvent.objects.filter(
+            session=session, outcome__in=("compressed", "fallback")).order_by("created_at"):
+        start = event.created_at.timestamp() - (event.duration_ms or 0) / 1000
+        runs.append((start, event.created_at.timestamp()))
+    overlaps += sum(1 for a, b in zip(runs, runs[1:]) if b[0] < a[1])
+events = CompressionEvent.objects.filter(outcome__in=("compressed", "fallback"))
+summaries = Message.objects.filter(is_summary=True).count()
+print(json.dumps({
+    "acknowledged": len(acknowledged),
+    "stored": len(stored),
+    "missing": len(missing),
+    "duplicated": len(duplicated),
+    "sessions": Session.objects.count(),
+    "counters_ok": counters_ok,
+    "counters_bad": counters_bad,
+    "compressions": events.count(),
+    "summaries": summaries,
+    "summary_events": events.exclude(summary_message=None).count(),
+    "overlapping_runs": overlaps,
+    "outcomes": dict(CompressionEvent.objects.values_list("outcome").annotate(n=Count("id"))),
+}))
+"""
+
+
+@dataclass
+class Setup:
+    name: str
+    web: int
+    workers: int
+    clients: int
+    database_url: str = ""
+    broker_url: str = ""
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"append": [], "search": []})
+    errors: dict[str, int] = field(default_factory=dict)
+    acknowledged: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(args: list[str], env: dict[str, str], timeout: int = 300) -> str:
+    result = subprocess.run(
+        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(args[:3])} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+class Client(threading.Thread):
+    def __init__(self, n: int, port: int, key: str, sessions: list[str], stop: float, stats: Stats):
+        super().__init__(daemon=True)
+        self.n, self.port, self.key, self.sessions, self.stop_at, self.stats = (
+            n,
+            port,
+            key,
+            sessions,
+            stop,
+            stats,
+        )
+        self.random = random.Random(n)
+
+    def _request(self, conn, method: str, path: str, body: dict | None = None):
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
+        conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    def run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        sent = 0
+        mine: list[str] = []
+        while time.monotonic() < self.stop_at:
+            session = self.random.choice(self.sessions)
+            if self.random.random() < 0.75 or not mine:
+                kind = "append"
+                marker = f"c{self.n}m{sent}"
+                sent += 1
+                body = {
+                    "messages": [
+                        {
+                            "role": "user",
+                            "content": f"LOAD {marker} 检查 server-{sent} 的缓存 "
+                            + "why did the deploy fail " * 8,
+                        },
+                        {
+                            "role": "assistant",
+                            "content": f"LOAD {marker}a the cache TTL is "
+                            + "fine and the rollout continues " * 8,
+                        },
+                    ]
+                }
+                path = f"/api/v1/sessions/{session}/messages"
+                method = "POST"
+            else:
+                kind = "search"
+                marker = None
+                query = self.random.choice(mine[-50:]) if self.random.random() < 0.5 else "缓存"
+                path = "/api/v1/search?" + urllib.parse.urlencode({"q": query, "limit": 5})
+                method, body = "GET", None
+            started = time.perf_counter()
+            try:
+                status, _ = self._request(conn, method, path, body)
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                status = type(exc).__name__
+            elapsed = time.perf_counter() - started
+            with self.stats.lock:
+                if status in (200, 201):
+                    self.stats.latencies[kind].append(elapsed)
+                    if marker:
+                        self.stats.acknowledged += [marker, marker + "a"]
+                        mine.append(marker)
+                else:
+                    label = f"{kind} {status}"
+                    self.stats.errors[label] = self.stats.errors.get(label, 0) + 1
+        conn.close()
+
+
+def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
+    with tempfile.TemporaryDirectory(prefix="hermes-load-") as tmp:
+        config = Path(tmp) / "hermes.yaml"
+        config.write_text(
+            f"server:\n  data_dir: {tmp}\n  q_workers: 1\n  allowed_hosts: ['127.0.0.1']\n"
+            "auxiliary:\n  compression:\n    model: fake-summary\n"
+            f"    base_url: {model.base_url}\n",
+            encoding="utf-8",
+        )
+        env = {
+            **os.environ,
+            "HERMES_CONFIG": str(config),
+            "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
+        }
+        for name in ("HERMES_DATABASE_URL", "HERMES_BROKER_URL", "PYTEST_CURRENT_TEST"):
+            env.pop(name, None)
+        if setup.database_url:
+            env["HERMES_DATABASE_URL"] = setup.database_url
+        if setup.broker_url:
+            env["HERMES_BROKER_URL"] = setup.broker_url
+            import redis
+
+            redis.Redis.from_url(setup.broker_url).flushdb()
+        _run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], env)
+        key = (
+            _run([PYTHON, "manage.py", "create_channel", "load"], env)
+            .split("store it now): ")[1]
+            .strip()
+        )
+        port = _free_port()
+        processes = [
+            subprocess.Popen(
+                [
+                    GUNICORN,
+                    "hermes_site.wsgi:application",
+                    "-w",
+                    str(setup.web),
+                    "-k",
+                    "gthread",
+                    "--threads",
+                    "4",
+                    "-b",
+                    f"127.0.0.1:{port}",
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        ] + [
+            subprocess.Popen(
+                [PYTHON, "manage.py", "qcluster"],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(setup.workers)
+        ]
+        try:
+            probe = Client(-1, port, key, [], 0, Stats())
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    if probe._request(conn, "GET", "/api/v1/sessions")[0] == 200:
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise SystemExit("the web processes did not start")
+                time.sleep(0.3)
+            sessions = []
+            for n in range(max(4, setup.clients // 4)):
+                _, body = probe._request(
+                    http.client.HTTPConnection("127.0.0.1", port, timeout=30),
+                    "POST",
+                    "/api/v1/sessions",
+                    {
+                        "model": "gpt-4o",
+                        "context_window": 8192,
+                        "title": f"load {n}",
+                        "system_prompt": "You are a load test.",
+                    },
+                )
+                sessions.append(json.loads(body)["id"])
+            stats = Stats()
+            stop = time.monotonic() + seconds
+            clients = [Client(n, port, key, sessions, stop, stats) for n in range(setup.clients)]
+            started = time.monotonic()
+            for client in clients:
+                client.start()
+            for client in clients:
+                client.join()
+            wall = time.monotonic() - started
+            acknowledged = Path(tmp) / "acknowledged.json"
+            acknowledged.write_text(json.dumps(stats.acknowledged), encoding="utf-8")
+            audit = json.loads(
+                _run([PYTHON, "-c", AUDIT, str(acknowledged)], env, timeout=600)
+                .strip()
+                .splitlines()[-1]
+            )
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+    appends, searches = stats.latencies["append"], stats.latencies["search"]
+    requests = len(appends) + len(searches)
+
+    def p(values: list[float], q: float) -> float:
+        return statistics.quantiles(values, n=100)[q - 1] * 1000 if len(values) > 1 else 0.0
+
+    return {
+        "setup": setup,
+        "wall": wall,
+        "requests": requests,
+        "rps": requests / wall,
+        "append_p50": p(appends, 50),
+        "append_p95": p(appends, 95),
+        "search_p95": p(searches, 95),
+        "appends": len(appends),
+        "searches": len(searches),
+        "errors": sum(stats.errors.values()),
+        "error_kinds": stats.errors,
+        "audit": audit,
+    }
+
+
+def _postgres_database() -> tuple[str, str]:
+    name = f"hermes_load_{uuid.uuid4().hex[:10]}"
+    with _admin_connection(POSTGRES) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return name, POSTGRES.rsplit("/", 1)[0] + f"/{name}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--backend", choices=("both", "sqlite", "postgres"), default="both")
+    args = parser.parse_args()
+    results = []
+    with FakeModelServer() as model:
+        model.script.default = Reply(
+            "## Goal\nKeep the deploy healthy.\n## Progress\nChecked.", delay=0.3
+        )
+        if args.backend in ("both", "sqlite"):
+            results.append(_run_setup(Setup("SQLite + ORM broker", 1, 1, 16), args.seconds, model))
+        if args.backend in ("both", "postgres"):
+            name, url = _postgres_database()
+            try:
+                results.append(
+                    _run_setup(
+                        Setup("PostgreSQL + Redis", 4, 2, 32, url, REDIS), args.seconds, model
+                    )
+                )
+            finally:
+                with _admin_connection(POSTGRES) as admin:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    print()
+    print(
+        f"{'set-up':<22} {'web':>3} {'wrk':>3} {'cli':>3} {'req/s':>7} {'appends':>8} "
+        f"{'searches':>8} {'app p50':>8} {'app p95':>8} {'srch p95':>8} {'errors':>6} "
+        f"{'msgs ok':>9} {'counters':>8} {'compr':>5} {'double':>6}"
+    )
+    for r in results:
+        s, a = r["setup"], r["audit"]
+        stored_ok = f"{a['acknowledged'] - a['missing']}/{a['acknowledged']}"
+        print(
+            f"{s.name:<22} {s.web:>3} {s.workers:>3} {s.clients:>3} {r['rps']:>7.1f} "
+            f"{r['appends']:>8} {r['searches']:>8} {r['append_p50']:>6.0f}ms "
+            f"{r['append_p95']:>6.0f}ms {r['search_p95']:>6.0f}ms {r['errors']:>6} "
+            f"{stored_ok:>9} {a['counters_ok']}/{a['sessions']:<6} {a['compressions']:>5} "
+            f"{a['overlapping_runs']:>6}"
+        )
+    for r in results:
+        if r["error_kinds"]:
+            print(f"  {r['setup'].name} errors: {r['error_kinds']}")
+        print(f"  {r['setup'].name} audit: {json.dumps(r['audit'])}")
+    if len(results) == 2:
+        ratio = results[1]["rps"] / results[0]["rps"]
+        print(f"\nthroughput ratio PostgreSQL / SQLite (baseline): {ratio:.2f}x")
+    failed = [
+        r["setup"].name
+        for r in results
+        if r["audit"]["missing"]
+        or r["audit"]["duplicated"]
+        or r["audit"]["counters_bad"]
+        or r["audit"]["overlapping_runs"]
+        or r["audit"]["summaries"] != r["audit"]["summary_events"]
+    ]
+    if failed:
+        raise SystemExit(f"audit failed for {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""What both backends share: the filters as SQL over the messages table (alias ``m``)."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from search.filters import Filters
+
+SESSION_TABLE = "sessions_app_session"
+KIND_SQL = {
+    "live": "(m.active AND NOT m.is_summary)",
+    "summary": "(m.active AND m.is_summary)",
+    "archived": "(m.compressed)",
+}
+INDEXED = "(m.active OR m.compressed)"
+ROLLED_BACK = "(NOT m.active AND NOT m.compressed)"
+
+
+def like_pattern(needle: str) -> str:
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def filters_sql(filters: Filters) -> tuple[list[str], list]:
+    from sessions_app.models import Session
+
+    where: list[str] = []
+    params: list = []
+    if filters.session_id is not None:
+        where.append("m.session_id = %s")
+        params.append(Session._meta.pk.get_db_prep_value(filters.session_id, connection))
+    if filters.channel_id is not None:
+        where.append(f"m.session_id IN (SELECT id FROM {SESSION_TABLE} WHERE channel_id = %s)")
+        params.append(filters.channel_id)
+    if filters.role:
+        where.append("m.role = %s")
+        params.append(filters.role)
+    if filters.kind:
+        where.append(KIND_SQL[filters.kind])
+    if filters.since is not None:
+        where.append("m.created_at >= %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.since))
+    if filters.until is not None:
+        where.append("m.created_at < %s")
+        params.append(connection.ops.adapt_datetimefield_value(filters.until))
+    return where, params

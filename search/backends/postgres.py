@@ -1,0 +1,97 @@
+"""Running routed queries against the PostgreSQL indexes (search.pg): the same routes, filters,
+rank window and bounded scan as the SQLite backend, so both give the same hits.
+
+Ranking: ``ts_rank`` for the word and bigram indexes (PostgreSQL has no BM25; hits are the same,
+order may differ where the scores do), newest first for trigram matches, which ``pg_trgm`` finds
+but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower is better.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from search import pg
+from search.backends.common import INDEXED, ROLLED_BACK, filters_sql, like_pattern
+from search.filters import Filters
+from search.query import Route
+
+MESSAGE_TABLE = pg.MESSAGE_TABLE
+
+
+def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
+    """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are."""
+    return [f"{pg.text()} ILIKE %s" for _ in needles], [like_pattern(n) for n in needles]
+
+
+def _tsquery(route: Route) -> tuple[str, list]:
+    # The phrases go through the same folding as the indexed text (bigram phrases are already
+    # cut into pairs by the router, so only folded and split here).
+    parts = ["hermes_phrase(hermes_words(%s), %s)" for _ in route.phrases]
+    params: list = []
+    for phrase, prefix in route.phrases:
+        params += [phrase, prefix]
+    return "(" + " && ".join(parts) + ")", params
+
+
+def run_fts(
+    route: Route, filters: Filters, limit: int, offset: int
+) -> tuple[list[tuple[int, float | None]], bool]:
+    """Ranked hits among the newest ``rank_window`` matches, and whether the window was full."""
+    where, params = filters_sql(filters)
+    if route.index == "trigram":
+        match, match_params = _like_clauses(tuple(p for p, _ in route.phrases))
+        extra, extra_params = _like_clauses(route.like)
+        clauses = [INDEXED, *match, *where, *extra]
+        sql = (
+            f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
+            "ORDER BY m.id DESC LIMIT %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*match_params, *params, *extra_params, filters.rank_window])
+            candidates = [row[0] for row in cursor.fetchall()]
+        page = [(pk, None) for pk in candidates[offset : offset + limit]]
+        return page, len(candidates) >= filters.rank_window
+    query, query_params = _tsquery(route)
+    vector = pg.vector(route.index)
+    clauses = [INDEXED, f"{vector} @@ q.query", *where]
+    sql = (
+        f"WITH q AS (SELECT {query} AS query), "
+        f"candidates AS (SELECT m.id, ts_rank({vector}, q.query) AS rank "
+        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
+        "ORDER BY m.id DESC LIMIT %s) "
+        "SELECT id, -rank, (SELECT count(*) FROM candidates) FROM candidates "
+        "ORDER BY rank DESC, id ASC LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*query_params, *params, filters.rank_window, limit, offset])
+        rows = cursor.fetchall()
+    if not rows:
+        return [], False
+    return [(pk, float(score)) for pk, score, _ in rows], rows[0][2] >= filters.rank_window
+
+
+def run_scan(
+    needles: tuple[str, ...],
+    filters: Filters,
+    limit: int,
+    offset: int,
+    *,
+    rolled_back: bool = False,
+) -> list[tuple[int, None]]:
+    """ILIKE over at most ``filters.scan_rows`` of the newest rows (a session's rows when one is
+    given), as on SQLite."""
+    where, params = filters_sql(filters)
+    likes, like_params = _like_clauses(needles)
+    bound: list[str] = []
+    bound_params: list = []
+    if filters.session_id is None:
+        bound.append(f"m.id > (SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}) - %s")
+        bound_params.append(filters.scan_rows)
+    clauses = [ROLLED_BACK if rolled_back else INDEXED, *bound, *where, *likes]
+    sql = (
+        f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
+        "ORDER BY m.id DESC LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*bound_params, *params, *like_params, limit, offset])
+        return [(row[0], None) for row in cursor.fetchall()]

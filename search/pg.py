@@ -1,0 +1,176 @@
+"""The PostgreSQL side of recall: the same three indexes as SQLite's FTS5 tables, built as
+expression indexes on the messages table itself.
+
+* *words*: ``to_tsvector('simple', hermes_words(text))`` in a GIN index -- the language-neutral
+  configuration (no stemming, no stop words), text folded like unicode61 with diacritics removed
+  (lower + unaccent), every run of non-letters a separator, CJK runs spaced apart from Latin;
+* *bigram*: the same, over ``hermes_bigrams(text)``: every CJK run rewritten as overlapping pairs
+  plus its last character, exactly as ``search.text.bigram_text`` does for SQLite;
+* *trigram*: ``pg_trgm``'s GIN index over the raw searchable text, answering ``ILIKE``.
+
+An index over an expression is maintained by PostgreSQL on every write, whatever path it comes
+from (bulk updates, raw SQL, a restore), and the partial predicate ``active OR compressed`` keeps
+rolled-back rows out exactly as the SQLite triggers do. The functions are ``IMMUTABLE`` (index
+expressions must be) and never raise for any row: tool calls that are not a list of objects are
+skipped, and the text fed to a ``tsvector`` is capped (``TSVECTOR_CHARS``) because PostgreSQL
+refuses a ``tsvector`` over 1 MB -- a longer message is stored whole and still found by the
+trigram index and the scan; only its words past the cap are missing from the word indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from search.text import CJK_CHARS
+
+MESSAGE_TABLE = "sessions_app_message"
+TSVECTOR_CHARS = 100_000
+INDEXED = "(active OR compressed)"
+INDEX_NAMES = {
+    "words": "search_pg_words",
+    "bigram": "search_pg_bigram",
+    "trigram": "search_pg_trigram",
+}
+
+
+def _regex_class(chars: str) -> str:
+    """CJK_CHARS as a PostgreSQL regex bracket body (\\uXXXX / \\UXXXXXXXX escapes)."""
+    out = []
+    for ch in chars:
+        if ch == "-":
+            out.append("-")
+        elif ord(ch) > 0xFFFF:
+            out.append(f"\\U{ord(ch):08X}")
+        else:
+            out.append(f"\\u{ord(ch):04X}")
+    return "".join(out)
+
+
+CJK = _regex_class(CJK_CHARS)
+
+FUNCTIONS = [
+    # All searchable text of a row: its content, then each tool call's "name arguments".
+    """
+    CREATE OR REPLACE FUNCTION hermes_search_text(content text, tool_calls jsonb)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT concat_ws(E'\\n', nullif(content, ''), (
+        SELECT string_agg(
+          btrim(concat_ws(' ', f->>'name', CASE jsonb_typeof(f->'arguments')
+                WHEN 'string' THEN f->>'arguments' ELSE (f->'arguments')::text END)),
+          E'\\n' ORDER BY n)
+        FROM jsonb_array_elements(
+               CASE jsonb_typeof(tool_calls) WHEN 'array' THEN tool_calls ELSE '[]' END
+             ) WITH ORDINALITY AS e(call, n),
+             LATERAL (SELECT CASE WHEN jsonb_typeof(call) = 'object'
+                                   AND jsonb_typeof(call->'function') = 'object'
+                              THEN call->'function' END AS f) AS fn
+        WHERE f IS NOT NULL))
+    $$
+    """,
+    # unicode61 with remove_diacritics: lower case, accents off. unaccent is only STABLE (its
+    # dictionary could change); naming the dictionary makes the wrapper safe to call immutable.
+    """
+    CREATE OR REPLACE FUNCTION hermes_fold(t text)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT lower(public.unaccent('public.unaccent'::regdictionary, left(t, %(cap)s)))
+    $$
+    """,
+    # Letters and digits only, space-separated, CJK runs apart from Latin: what the default
+    # parser then reads as plain words (it would read "file.py" or "a@b.c" as single tokens).
+    """
+    CREATE OR REPLACE FUNCTION hermes_words(t text)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT regexp_replace(regexp_replace(hermes_fold(t), '([%(cjk)s]+)', ' \\1 ', 'g'),
+                            '[^[:alnum:]]+', ' ', 'g')
+    $$
+    """,
+    """
+    CREATE OR REPLACE FUNCTION hermes_bigram_run(r text)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT string_agg(substr(r, i, 2), ' ' ORDER BY i) FROM generate_series(1, char_length(r)) i
+    $$
+    """,
+    """
+    CREATE OR REPLACE FUNCTION hermes_bigrams(t text)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT coalesce(regexp_replace(string_agg(
+               CASE WHEN part[1] ~ '^[%(cjk)s]' THEN hermes_bigram_run(part[1]) ELSE part[1] END,
+               ' ' ORDER BY n), '[^[:alnum:]]+', ' ', 'g'), '')
+      FROM regexp_matches(hermes_fold(t), '[%(cjk)s]+|[^%(cjk)s]+', 'g')
+           WITH ORDINALITY AS x(part, n)
+    $$
+    """,
+    # One query term as a phrase, the last token a prefix when asked; empty when no letters.
+    """
+    CREATE OR REPLACE FUNCTION hermes_phrase(t text, prefix boolean)
+    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT CASE WHEN prefix AND q::text <> '' THEN (q::text || ':*')::tsquery ELSE q END
+      FROM phraseto_tsquery('simple', t) AS q
+    $$
+    """,
+]
+
+TEXT = "hermes_search_text(content, tool_calls)"
+VECTORS = {
+    "words": f"to_tsvector('simple'::regconfig, hermes_words({TEXT}))",
+    "bigram": f"to_tsvector('simple'::regconfig, hermes_bigrams({TEXT}))",
+}
+
+
+def vector(index: str, alias: str = "m") -> str:
+    """The indexed expression, qualified for a query (the planner matches it to the index)."""
+    return (
+        VECTORS[index]
+        .replace("content", f"{alias}.content")
+        .replace("tool_calls", f"{alias}.tool_calls")
+    )
+
+
+def text(alias: str = "m") -> str:
+    return f"hermes_search_text({alias}.content, {alias}.tool_calls)"
+
+
+def create_statements() -> Iterator[str]:
+    yield "CREATE EXTENSION IF NOT EXISTS pg_trgm"
+    yield "CREATE EXTENSION IF NOT EXISTS unaccent"
+    for statement in FUNCTIONS:
+        yield statement % {"cap": TSVECTOR_CHARS, "cjk": CJK}
+    for index in ("words", "bigram"):
+        yield (
+            f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES[index]} ON {MESSAGE_TABLE} "
+            f"USING gin ({VECTORS[index]}) WHERE {INDEXED}"
+        )
+    yield (
+        f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES['trigram']} ON {MESSAGE_TABLE} "
+        f"USING gin ({TEXT} gin_trgm_ops) WHERE {INDEXED}"
+    )
+
+
+def drop_statements() -> Iterator[str]:
+    for name in INDEX_NAMES.values():
+        yield f"DROP INDEX IF EXISTS {name}"
+    for name in ("hermes_phrase", "hermes_bigrams", "hermes_bigram_run", "hermes_words"):
+        yield f"DROP FUNCTION IF EXISTS {name}"
+    yield "DROP FUNCTION IF EXISTS hermes_fold"
+    yield "DROP FUNCTION IF EXISTS hermes_search_text"
+
+
+def install(cursor) -> None:
+    for statement in create_statements():
+        cursor.execute(statement)
+
+
+def indexed_count(cursor) -> int:
+    cursor.execute(f"SELECT count(*) FROM {MESSAGE_TABLE} WHERE {INDEXED}")
+    return cursor.fetchone()[0]
+
+
+def invalid_indexes(cursor) -> list[str]:
+    """Search indexes that are missing, or that a failed concurrent build left unusable."""
+    cursor.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relname = ANY(%s) AND i.indisvalid AND i.indisready",
+        [list(INDEX_NAMES.values())],
+    )
+    valid = {row[0] for row in cursor.fetchall()}
+    return [name for name in INDEX_NAMES.values() if name not in valid]

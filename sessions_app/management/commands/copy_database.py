@@ -1,0 +1,189 @@
+"""``manage.py copy_database URL``: copy everything in the configured database (usually the
+embedded SQLite file) into another one (usually a new PostgreSQL database), then verify counts.
+
+Run it with the web and worker processes stopped (or the gateways paused): rows written after a
+table was copied are not copied. The target must be empty; it is migrated first, which creates
+its own content types, permissions and the idle-sweep schedule, so references to those are
+mapped by their natural keys rather than copied by id. Not copied: login sessions (operators log
+in again) and tasks still waiting in the ORM broker's queue (let the workers drain it first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import dj_database_url
+from django.apps import apps
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.core.management.color import no_style
+from django.db import connections, models, transaction
+from tqdm import tqdm
+
+TARGET = "copy_target"
+SKIPPED = {
+    "contenttypes.contenttype",  # created by migrate on the target; mapped by natural key
+    "auth.permission",  # likewise
+    "sessions.session",  # operators' logins
+    "django_q.ormq",  # queued tasks: drain the queue before moving
+}
+UNIQUE_BY_NAME = {"django_q.schedule"}  # the target's migrations created some already
+
+
+def _models() -> list[type[models.Model]]:
+    """Every concrete table, each after the tables it points to (self-references aside)."""
+    pending = {
+        m._meta.label_lower: m
+        for m in apps.get_models(include_auto_created=True)
+        if not m._meta.proxy and m._meta.managed and m._meta.label_lower not in SKIPPED
+    }
+    ordered: list[type[models.Model]] = []
+    while pending:
+        ready = [
+            label
+            for label, model in pending.items()
+            if all(
+                f.related_model._meta.label_lower not in pending or f.related_model is model
+                for f in model._meta.concrete_fields
+                if f.is_relation and f.related_model is not None
+            )
+        ]
+        if not ready:
+            raise CommandError(f"Cannot order tables with circular references: {sorted(pending)}")
+        for label in sorted(ready):
+            ordered.append(pending.pop(label))
+    return ordered
+
+
+class Command(BaseCommand):
+    help = "Copy every row of this database into another, empty one, then verify the counts."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("url", help="the target, e.g. postgres://user:pass@host:5432/hermes")
+        parser.add_argument("--batch", type=int, default=2_000, help="rows per insert")
+
+    def handle(self, *args, url: str, batch: int, **options) -> None:
+        if batch < 1:
+            raise CommandError("--batch must be at least 1.")
+        try:
+            target = dj_database_url.parse(url)
+        except ValueError as exc:
+            raise CommandError(f"{url!r} is not a database URL: {exc}") from None
+        configured = connections.configure_settings({"default": target})["default"]
+        connections.settings[TARGET] = configured
+        try:
+            self._copy(batch)
+        finally:
+            connections[TARGET].close()
+            del connections.settings[TARGET]
+
+    def _copy(self, batch: int) -> None:
+        source, target = connections["default"], connections[TARGET]
+        if source.settings_dict["NAME"] == target.settings_dict["NAME"] and (
+            source.vendor == target.vendor
+        ):
+            raise CommandError("The target is the database this service already uses.")
+        self.stdout.write(f"Migrating the target ({target.vendor})…")
+        call_command("migrate", database=TARGET, interactive=False, verbosity=0)
+        plan = _models()
+        busy = {
+            m._meta.label: n
+            for m in plan
+            if m._meta.label_lower not in UNIQUE_BY_NAME
+            and (n := m._default_manager.using(TARGET).count())
+        }
+        if busy:
+            raise CommandError(
+                f"The target already holds data ({busy}); copy into an empty database."
+            )
+        remap = self._remaps()
+        totals = []
+        for model in plan:
+            copied = self._copy_table(model, batch, remap)
+            totals.append((model, copied))
+        self._reset_sequences([m for m, _ in totals])
+        self._verify(totals)
+
+    def _remaps(self) -> dict[type[models.Model], dict]:
+        """Source id -> target id for the rows migrate created on both sides."""
+        on_target = ContentType.objects.db_manager(TARGET)
+        types = {
+            ct.pk: on_target.get_or_create(app_label=ct.app_label, model=ct.model)[0].pk
+            for ct in ContentType.objects.using("default")
+        }
+        target_perms = {
+            (p.content_type_id, p.codename): p.pk for p in Permission.objects.using(TARGET)
+        }
+        perms = {
+            p.pk: target_perms.get((types.get(p.content_type_id), p.codename))
+            for p in Permission.objects.using("default")
+        }
+        return {ContentType: types, Permission: perms}
+
+    def _copy_table(self, model: type[models.Model], batch: int, remap: dict) -> int:
+        meta = model._meta
+        fields = meta.concrete_fields
+        mapped: list[tuple[str, Callable]] = [
+            (f.attname, remap[f.related_model].get)
+            for f in fields
+            if f.is_relation and f.related_model in remap
+        ]
+        existing: set = set()
+        if meta.label_lower in UNIQUE_BY_NAME:
+            existing = set(model._default_manager.using(TARGET).values_list("name", flat=True))
+        query = model._default_manager.using("default").order_by("pk")
+        total = query.count()
+        copied = 0
+        last = None
+        with (
+            tqdm(total=total, unit="row", desc=meta.label, file=self.stderr) as bar,
+            transaction.atomic(using=TARGET),  # self-references are checked at commit
+        ):
+            while True:
+                page = query if last is None else query.filter(pk__gt=last)
+                rows = list(page[:batch])
+                if not rows:
+                    break
+                last = rows[-1].pk
+                out = []
+                for row in rows:
+                    for attname, lookup in mapped:
+                        value = getattr(row, attname)
+                        if value is not None:
+                            setattr(row, attname, lookup(value))
+                    if existing and getattr(row, "name", None) in existing:
+                        continue
+                    row._state.db = TARGET
+                    out.append(row)
+                model._default_manager.using(TARGET).bulk_create(out, batch_size=batch)
+                copied += len(out)
+                bar.update(len(rows))
+        return copied
+
+    def _reset_sequences(self, copied: Iterable[type[models.Model]]) -> None:
+        target = connections[TARGET]
+        statements = target.ops.sequence_reset_sql(no_style(), list(copied))
+        with target.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+
+    def _verify(self, totals: list[tuple[type[models.Model], int]]) -> None:
+        wrong = []
+        self.stdout.write(f"{'table':<36} {'source':>10} {'target':>10}")
+        for model, copied in totals:
+            source = model._default_manager.using("default").count()
+            target = model._default_manager.using(TARGET).count()
+            if model._meta.label_lower in UNIQUE_BY_NAME:
+                ok = target >= source
+            else:
+                ok = source == target == copied
+            self.stdout.write(
+                f"{model._meta.label:<36} {source:>10,} {target:>10,} {'' if ok else 'MISMATCH'}"
+            )
+            if not ok:
+                wrong.append(model._meta.label)
+        if wrong:
+            raise CommandError(f"Counts differ for {', '.join(wrong)}: see the table above.")
+        self.stdout.write(self.style.SUCCESS("Copied; every count matches."))
