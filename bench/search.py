@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import nullcontext
 from itertools import accumulate
 from pathlib import Path
 
@@ -122,9 +123,11 @@ def load(size: int) -> None:
     now = timezone.now()
     postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
-        if postgres:
+        if postgres:  # the vectors and indexes are built (and timed) after the load
             for name in pg.INDEX_NAMES.values():
                 cursor.execute(f"DROP INDEX IF EXISTS {name}")
+            for column in pg.COLUMNS.values():
+                cursor.execute(f"ALTER TABLE {pg.MESSAGE_TABLE} DROP COLUMN IF EXISTS {column}")
         else:
             for statement in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
                 cursor.execute(f"DROP TRIGGER IF EXISTS {statement}")
@@ -216,7 +219,7 @@ QUERIES = {
 
 
 def measure(size: int, repeat: int) -> list[tuple]:
-    from django.db import connection
+    from django.db import connection, transaction
 
     from search.service import search
 
@@ -233,9 +236,14 @@ def measure(size: int, repeat: int) -> list[tuple]:
                 lookup.append(result.lookup_seconds)
             indexes.add(result.index or "none")
             needle = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            postgres = connection.vendor == "postgresql"
+            like = "ILIKE" if postgres else "LIKE"  # case-blind on both
             t0 = time.perf_counter()
-            like = "ILIKE" if connection.vendor == "postgresql" else "LIKE"  # case-blind, both
-            with connection.cursor() as cursor:
+            scope = transaction.atomic() if postgres else nullcontext()  # SET LOCAL needs one
+            with scope, connection.cursor() as cursor:
+                if postgres:  # a naive scan: keep the planner off the trigram index on content
+                    cursor.execute("SET LOCAL enable_bitmapscan = off")
+                    cursor.execute("SET LOCAL enable_indexscan = off")
                 sql = (  # LIKE or ILIKE, a constant
                     "SELECT id FROM sessions_app_message WHERE (active OR compressed) AND"
                     f" content {like} %s ESCAPE '\\'"
@@ -280,7 +288,7 @@ def _build_indexes(size: int) -> str:
             cursor.execute("SET maintenance_work_mem = '256MB'")
             pg.install(cursor)
             assert pg.invalid_indexes(cursor) == []
-        return "3 PostgreSQL GIN indexes"
+        return "2 stored tsvector columns and 4 GIN indexes"
     with transaction.atomic(), connection.cursor() as cursor:
         counts = fts.rebuild(cursor)
     assert set(counts.values()) == {size}, counts

@@ -1,20 +1,25 @@
-"""The PostgreSQL side of recall: the same three indexes as SQLite's FTS5 tables, built as
-expression indexes on the messages table itself.
+"""The PostgreSQL side of recall: the same three indexes as SQLite's FTS5 tables.
 
-* *words*: ``to_tsvector('simple', hermes_words(text))`` in a GIN index -- the language-neutral
-  configuration (no stemming, no stop words), text folded like unicode61 with diacritics removed
-  (lower + unaccent), every run of non-letters a separator, CJK runs spaced apart from Latin;
-* *bigram*: the same, over ``hermes_bigrams(text)``: every CJK run rewritten as overlapping pairs
+* *words*: a stored ``tsvector`` column, ``to_tsvector('simple', hermes_words(text))``, in a GIN
+  index -- the language-neutral configuration (no stemming, no stop words), text folded like
+  unicode61 with diacritics removed (lower + unaccent), every run of non-letters a separator, CJK
+  runs spaced apart from Latin;
+* *bigram*: the same over ``hermes_bigrams(text)``: every CJK run rewritten as overlapping pairs
   plus its last character, exactly as ``search.text.bigram_text`` does for SQLite;
-* *trigram*: ``pg_trgm``'s GIN index over the raw searchable text, answering ``ILIKE``.
+* *trigram*: ``pg_trgm`` GIN indexes over the content and over the tool calls' text, answering
+  ``ILIKE``.
 
-An index over an expression is maintained by PostgreSQL on every write, whatever path it comes
-from (bulk updates, raw SQL, a restore), and the partial predicate ``active OR compressed`` keeps
-rolled-back rows out exactly as the SQLite triggers do. The functions are ``IMMUTABLE`` (index
-expressions must be) and never raise for any row: tool calls that are not a list of objects are
-skipped, and the text fed to a ``tsvector`` is capped (``TSVECTOR_CHARS``) because PostgreSQL
-refuses a ``tsvector`` over 1 MB -- a longer message is stored whole and still found by the
-trigram index and the scan; only its words past the cap are missing from the word indexes.
+The vectors are *generated* columns (computed by PostgreSQL from ``content`` and ``tool_calls``
+on every insert and update) so that ranking reads them instead of re-tokenising each candidate,
+and all the indexes are maintained by PostgreSQL on every write, whatever path it comes from
+(bulk updates, raw SQL, a restore). The partial predicate ``active OR compressed`` keeps
+rolled-back rows out exactly as the SQLite triggers do. Django's model does not know the two
+columns; they are added by the search app's migration, on PostgreSQL only. The functions are
+``IMMUTABLE`` (generated columns and index expressions must be) and never raise for any row: tool
+calls that are not a list of objects are skipped, and the text fed to a ``tsvector`` is capped
+(``TSVECTOR_CHARS``) because PostgreSQL refuses a ``tsvector`` over 1 MB -- a longer message is
+stored whole and still found by the trigram index and the scan; only its words past the cap are
+missing from the word indexes.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ INDEX_NAMES = {
     "words": "search_pg_words",
     "bigram": "search_pg_bigram",
     "trigram": "search_pg_trigram",
+    "tool_trigram": "search_pg_tool_trigram",
 }
+COLUMNS = {"words": "search_words", "bigram": "search_bigrams"}
 
 
 def _regex_class(chars: str) -> str:
@@ -49,22 +56,28 @@ def _regex_class(chars: str) -> str:
 CJK = _regex_class(CJK_CHARS)
 
 FUNCTIONS = [
-    # All searchable text of a row: its content, then each tool call's "name arguments".
+    # The tool calls' searchable text: each call's "name arguments", one per line.
+    """
+    CREATE OR REPLACE FUNCTION hermes_tool_text(tool_calls jsonb)
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
+      SELECT string_agg(
+               btrim(concat_ws(' ', f->>'name', CASE jsonb_typeof(f->'arguments')
+                     WHEN 'string' THEN f->>'arguments' ELSE (f->'arguments')::text END)),
+               E'\\n' ORDER BY n)
+      FROM jsonb_array_elements(
+             CASE jsonb_typeof(tool_calls) WHEN 'array' THEN tool_calls ELSE '[]' END
+           ) WITH ORDINALITY AS e(call, n),
+           LATERAL (SELECT CASE WHEN jsonb_typeof(call) = 'object'
+                                 AND jsonb_typeof(call->'function') = 'object'
+                            THEN call->'function' END AS f) AS fn
+      WHERE f IS NOT NULL
+    $$
+    """,
+    # All searchable text of a row (search.text.search_text): content, then the tool calls.
     """
     CREATE OR REPLACE FUNCTION hermes_search_text(content text, tool_calls jsonb)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT concat_ws(E'\\n', nullif(content, ''), (
-        SELECT string_agg(
-          btrim(concat_ws(' ', f->>'name', CASE jsonb_typeof(f->'arguments')
-                WHEN 'string' THEN f->>'arguments' ELSE (f->'arguments')::text END)),
-          E'\\n' ORDER BY n)
-        FROM jsonb_array_elements(
-               CASE jsonb_typeof(tool_calls) WHEN 'array' THEN tool_calls ELSE '[]' END
-             ) WITH ORDINALITY AS e(call, n),
-             LATERAL (SELECT CASE WHEN jsonb_typeof(call) = 'object'
-                                   AND jsonb_typeof(call->'function') = 'object'
-                              THEN call->'function' END AS f) AS fn
-        WHERE f IS NOT NULL))
+      SELECT concat_ws(E'\\n', nullif(content, ''), hermes_tool_text(tool_calls))
     $$
     """,
     # unicode61 with remove_diacritics: lower case, accents off. unaccent is only STABLE (its
@@ -118,16 +131,14 @@ VECTORS = {
 
 
 def vector(index: str, alias: str = "m") -> str:
-    """The indexed expression, qualified for a query (the planner matches it to the index)."""
-    return (
-        VECTORS[index]
-        .replace("content", f"{alias}.content")
-        .replace("tool_calls", f"{alias}.tool_calls")
-    )
+    return f"{alias}.{COLUMNS[index]}"
 
 
-def text(alias: str = "m") -> str:
-    return f"hermes_search_text({alias}.content, {alias}.tool_calls)"
+def substring_match(alias: str = "m") -> str:
+    """SQL true when the row's searchable text contains a ``%s`` ILIKE pattern (two parameters:
+    the same pattern twice). Content and tool calls are matched separately so that each side
+    uses its own trigram index and a row without tool calls costs nothing extra."""
+    return f"({alias}.content ILIKE %s OR hermes_tool_text({alias}.tool_calls) ILIKE %s)"
 
 
 def create_statements() -> Iterator[str]:
@@ -135,24 +146,35 @@ def create_statements() -> Iterator[str]:
     yield "CREATE EXTENSION IF NOT EXISTS unaccent"
     for statement in FUNCTIONS:
         yield statement % {"cap": TSVECTOR_CHARS, "cjk": CJK}
-    for index in ("words", "bigram"):
+    for index, column in COLUMNS.items():
+        yield (
+            f"ALTER TABLE {MESSAGE_TABLE} ADD COLUMN IF NOT EXISTS {column} tsvector "
+            f"GENERATED ALWAYS AS ({VECTORS[index]}) STORED"
+        )
         yield (
             f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES[index]} ON {MESSAGE_TABLE} "
-            f"USING gin ({VECTORS[index]}) WHERE {INDEXED}"
+            f"USING gin ({column}) WHERE {INDEXED}"
         )
     yield (
         f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES['trigram']} ON {MESSAGE_TABLE} "
-        f"USING gin ({TEXT} gin_trgm_ops) WHERE {INDEXED}"
+        f"USING gin (content gin_trgm_ops) WHERE {INDEXED}"
+    )
+    yield (
+        f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES['tool_trigram']} ON {MESSAGE_TABLE} "
+        f"USING gin (hermes_tool_text(tool_calls) gin_trgm_ops) WHERE {INDEXED}"
     )
 
 
 def drop_statements() -> Iterator[str]:
     for name in INDEX_NAMES.values():
         yield f"DROP INDEX IF EXISTS {name}"
+    for column in COLUMNS.values():
+        yield f"ALTER TABLE {MESSAGE_TABLE} DROP COLUMN IF EXISTS {column}"
     for name in ("hermes_phrase", "hermes_bigrams", "hermes_bigram_run", "hermes_words"):
         yield f"DROP FUNCTION IF EXISTS {name}"
     yield "DROP FUNCTION IF EXISTS hermes_fold"
     yield "DROP FUNCTION IF EXISTS hermes_search_text"
+    yield "DROP FUNCTION IF EXISTS hermes_tool_text"
 
 
 def install(cursor) -> None:

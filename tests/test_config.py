@@ -320,3 +320,18 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
     assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
         f"django.db.backends.sqlite3 {tmp_path}/other.sqlite3 None default"
     )
+
+
+def test_the_postgresql_pass_really_runs_on_postgresql_and_redis():
+    """./bin/test's second pass sets HERMES_DATABASE_URL and HERMES_BROKER_URL; this makes sure
+    the suite then talks to both for real rather than quietly falling back to the defaults."""
+    if not os.environ.get("HERMES_DATABASE_URL"):
+        pytest.skip("runs in the PostgreSQL pass of ./bin/test (HERMES_DATABASE_URL is not set)")
+    import redis
+    from django.conf import settings
+    from django.db import connection
+
+    assert connection.vendor == "postgresql"
+    assert settings.Q_CLUSTER["redis"] == os.environ["HERMES_BROKER_URL"]
+    assert "orm" not in settings.Q_CLUSTER
+    assert redis.Redis.from_url(settings.Q_CLUSTER["redis"]).ping()

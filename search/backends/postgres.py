@@ -20,7 +20,10 @@ MESSAGE_TABLE = pg.MESSAGE_TABLE
 
 def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are."""
-    return [f"{pg.text()} ILIKE %s" for _ in needles], [like_pattern(n) for n in needles]
+    params: list = []
+    for needle in needles:
+        params += [like_pattern(needle)] * 2
+    return [pg.substring_match() for _ in needles], params
 
 
 def _tsquery(route: Route) -> tuple[str, list]:
