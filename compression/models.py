@@ -27,6 +27,7 @@ class CompressionEvent(models.Model):
         MICRO = "micro", "micro-compaction"
         PRUNE = "prune", "proactive pruning"
         SERVER = "server", "server-side compaction"
+        CODEX = "codex", "Codex app server"
 
     class Outcome(models.TextChoices):
         COMPRESSED = "compressed", "compressed"
@@ -34,6 +35,7 @@ class CompressionEvent(models.Model):
         SKIPPED = "skipped", "skipped"
         FAILED = "failed", "failed"
         LOCKED = "locked", "blocked by a guard"
+        PRUNED = "pruned", "tool results pruned (no summary)"
 
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="compression_events"

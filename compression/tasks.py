@@ -61,6 +61,33 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}
 
 
+def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
+    """Proactive pruning for a session a guard holds back (queued by the trigger check)."""
+    from compression import pruning
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    result = pruning.prune(session, trigger)
+    return {
+        "session_id": session_id,
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "reclaimed_tokens": result.reclaimed,
+    }
+
+
+def micro_task(session_id: str) -> dict[str, Any]:
+    """Micro-compaction after a turn (queued by the trigger check when it is due)."""
+    from compression import micro
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    result = micro.micro_compact(session)
+    return {"session_id": session_id, "outcome": result.outcome, "reason": result.reason}
+
+
 IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest
 
 

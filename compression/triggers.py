@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from compression import guards
+from compression import guards, micro, pruning
 from compression.engine import AlreadyRunning, CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
@@ -76,8 +76,25 @@ def decide(
             tokens=tokens,
             threshold=threshold.tokens,
         )
-        return Decision(trigger, "locked", f"{why}, but {block}")
+        reason = f"{why}, but {block}"
+        if _guard_holds(session) and pruning.wanted(session, tokens):
+            enqueue_prune(session, trigger)
+            reason += "; proactive pruning queued"
+        return Decision(trigger, "locked", reason)
     return Decision(trigger, "compress", why)
+
+
+def _guard_holds(session: Session) -> bool:
+    """A cooldown or anti-thrash lock (not "compression is off") is what holds it back."""
+    now = timezone.now()
+    return bool(
+        (session.cooldown_until and now < session.cooldown_until)
+        or (session.thrash_lock_until and now < session.thrash_lock_until)
+    )
+
+
+def enqueue_prune(session: Session, trigger: str) -> None:
+    _enqueue_task("compression.tasks.prune_task", session, f"prune {session.pk}", trigger)
 
 
 def run_automatic(
@@ -89,6 +106,9 @@ def run_automatic(
     block = guards.blocked(session, trigger, bypass_locks=bypass_locks)
     if block:
         _record(session, trigger, Outcome.LOCKED, block)
+        if _guard_holds(session) and pruning.wanted(session, session.live_tokens):
+            pruned = pruning.prune(session, trigger)
+            return Decision(trigger, "locked", f"{block}; proactive pruning: {pruned.reason}")
         return Decision(trigger, "locked", block)
     try:
         result = compress(session, trigger=trigger, **kwargs)
@@ -138,7 +158,25 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
     if decision.action == "compress":
         enqueue(session, trigger)
         decision.action = "queued"
-    return [decision]
+    decisions = [decision]
+    if decision.action != "queued" and micro.due(session):
+        every = get_config().compression.micro_compact_every_n_turns
+        _enqueue_task("compression.tasks.micro_task", session, f"micro {session.pk}")
+        decisions.append(
+            Decision(
+                Trigger.MICRO, "queued", f"micro-compaction: {every} turn(s) since the last fold"
+            )
+        )
+    return decisions
+
+
+def _enqueue_task(path: str, session: Session, name: str, *args: Any) -> None:
+    from django_q.tasks import async_task
+
+    session_id = str(session.pk)
+    transaction.on_commit(
+        lambda: async_task(path, session_id, *args, task_name=name, group="compression")
+    )
 
 
 def after_append_hook(session: Session, usage: dict[str, Any] | None) -> list[dict[str, str]]:

@@ -104,12 +104,20 @@ def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[di
     return reply, usage
 
 
-def run_turn(session: Session, content: str, name: str | None = None) -> TurnResult:
+def run_turn(
+    session: Session,
+    content: str,
+    name: str | None = None,
+    *,
+    command_trigger: str = Trigger.MANUAL_CHANNEL,
+) -> TurnResult:
+    """One inbound user message. ``command_trigger`` names the gateway in the event trail when
+    the message is the ``/compress`` command (a chat channel, or an ACP editor)."""
     result = TurnResult(session=session)
     stripped = content.strip()
     if stripped == COMMAND or stripped.startswith(COMMAND + " "):
         focus = stripped[len(COMMAND) :].strip() or None
-        result.command = compress(session, trigger=Trigger.MANUAL_CHANNEL, focus=focus)
+        result.command = compress(session, trigger=command_trigger, focus=focus)
         result.session = result.command.continued_in or session
         result.session.refresh_from_db()
         return result

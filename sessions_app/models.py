@@ -170,7 +170,15 @@ class Message(models.Model):
     extra = models.JSONField(
         null=True, blank=True, help_text="Other OpenAI message fields, replayed verbatim."
     )
-    token_count = models.PositiveIntegerField(default=0)
+    token_count = models.PositiveIntegerField(
+        default=0, help_text="Tokens this row costs in the live context (after any pruning)."
+    )
+    # Proactive pruning (T7d) shortens what the live context sends for a tool result or a tool
+    # call's arguments; content and tool_calls keep the original, which stays in search.
+    pruned_content = models.TextField(null=True, blank=True)
+    pruned_tool_calls = models.JSONField(null=True, blank=True)
+    original_token_count = models.PositiveIntegerField(null=True, blank=True)
+    pruned_at = models.DateTimeField(null=True, blank=True)
 
     active = models.BooleanField(default=True)
     compressed = models.BooleanField(default=False)
@@ -231,13 +239,24 @@ class Message(models.Model):
             return self.Kind.SUMMARY if self.is_summary else self.Kind.LIVE
         return self.Kind.ARCHIVED if self.compressed else self.Kind.ROLLED_BACK
 
-    def as_openai(self) -> dict:
-        """The message as the chat-completions API expects it."""
+    @property
+    def pruned(self) -> bool:
+        return self.pruned_at is not None
+
+    def as_openai(self, *, original: bool = False) -> dict:
+        """The message as the chat-completions API expects it: as the live context sends it
+        (pruned, if it was), or with ``original`` as it was said."""
         out: dict = dict(self.extra or {})
         out["role"] = self.role
-        out["content"] = self.content_parts if self.content_parts is not None else self.content
-        if self.tool_calls:
-            out["tool_calls"] = self.tool_calls
+        if not original and self.pruned_content is not None:
+            out["content"] = self.pruned_content
+        else:
+            out["content"] = self.content_parts if self.content_parts is not None else self.content
+        tool_calls = self.tool_calls
+        if not original and self.pruned_tool_calls is not None:
+            tool_calls = self.pruned_tool_calls
+        if tool_calls:
+            out["tool_calls"] = tool_calls
         if self.tool_call_id:
             out["tool_call_id"] = self.tool_call_id
         if self.name:

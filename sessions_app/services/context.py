@@ -8,7 +8,13 @@ from sessions_app.models import Message, Session
 
 
 def live_rows(session: Session) -> list[Message]:
-    return list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
+    """In conversation order. A summary sorts before a live original at its own position, which
+    only happens when a fold stored its summary but could not archive what it covered."""
+    return list(
+        Message.objects.filter(session=session, active=True).order_by(
+            "position", "-is_summary", "id"
+        )
+    )
 
 
 def live_context(session: Session) -> list[dict[str, Any]]:

@@ -1,0 +1,66 @@
+"""``manage.py acp``: serve the Agent Client Protocol over stdio (see compression.acp_agent).
+
+An editor starts it as its agent, for example in Zed's settings::
+
+    "agent_servers": {"Hermes Memory": {"command": "/srv/hermes/.venv/bin/python",
+                                        "args": ["/srv/hermes/manage.py", "acp"]}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from django.core.management.base import BaseCommand
+
+from hermes_site.config import get_config
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant working with the user in their editor."
+
+
+async def _protocol_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """stdout carries protocol JSON only: keep a private copy of it for the protocol and point
+    file descriptor 1 (and ``sys.stdout``) at stderr, so no print or log line can corrupt it."""
+    loop = asyncio.get_running_loop()
+    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, protocol_out
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return writer, reader
+
+
+class Command(BaseCommand):
+    help = "Serve the Agent Client Protocol over stdio, for editors (Zed and others)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--channel", default="acp", help="channel the sessions belong to (created if missing)"
+        )
+        parser.add_argument("--model", help="chat model for new sessions (default: model.default)")
+        parser.add_argument("--system-prompt", default=DEFAULT_SYSTEM_PROMPT)
+
+    def handle(self, *args, channel: str, model: str | None, system_prompt: str, **options):
+        from acp import run_agent
+
+        from compression.acp_agent import HermesAcpAgent
+        from sessions_app.models import Channel
+
+        chosen, _ = Channel.objects.get_or_create(
+            name=channel, defaults={"description": "Editors speaking the Agent Client Protocol"}
+        )
+        agent = HermesAcpAgent(
+            chosen, model or get_config().model.default or "gpt-4o", system_prompt
+        )
+
+        async def serve() -> None:
+            writer, reader = await _protocol_streams()
+            # acp's naming: input_stream is what the agent writes, output_stream what it reads.
+            await run_agent(agent, input_stream=writer, output_stream=reader)
+
+        asyncio.run(serve())

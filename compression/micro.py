@@ -1,0 +1,233 @@
+"""Micro-compaction (SPEC T7c), off by default: after every ``micro_compact_every_n_turns`` turns
+the oldest turn outside the protected tail folds into one rolling summary; when that summary
+grows past ``micro_compact_defrag_threshold_tokens`` it is consolidated (summarised again on its
+own, shorter). It changes the start of the context every turn, so a provider's prompt cache
+rarely hits: that is why it is opt-in.
+
+The fold is written in two steps: first the new rolling summary (absorbing the previous one),
+then the archiving of the turn it folded. If the second step fails (F4), the summary is kept and
+the turn's originals stay live beside it: the next load shows both, and micro-compaction leaves
+rows its summary already covers alone, until the next full compression absorbs them all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from compression import prompt as prompts
+from compression.engine import _claim, _release
+from compression.fallback import local_summary
+from compression.models import CompressionEvent
+from compression.selection import select
+from compression.summarizer import SummaryFailed, summarize
+from hermes_site.config import get_config
+from sessions_app import tokens
+from sessions_app.models import Message, Session
+from sessions_app.services.context import live_rows
+
+logger = logging.getLogger(__name__)
+Outcome = CompressionEvent.Outcome
+Trigger = CompressionEvent.Trigger
+
+
+@dataclass
+class MicroResult:
+    outcome: str  # compressed | fallback | skipped | failed
+    reason: str
+    summary: Message | None = None
+    archived: int = 0
+
+
+def turns_since_last_fold(session: Session) -> int:
+    last = (
+        CompressionEvent.objects.filter(
+            session=session,
+            trigger=Trigger.MICRO,
+            outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK),
+        )
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    users = Message.objects.filter(session=session, role=Message.Role.USER, is_summary=False)
+    if last is not None:
+        users = users.filter(created_at__gt=last)
+    return users.count()
+
+
+def due(session: Session) -> bool:
+    config = get_config().compression
+    return (
+        config.micro_compact
+        and turns_since_last_fold(session) >= config.micro_compact_every_n_turns
+    )
+
+
+def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:
+    """The oldest user turn (a user message and what followed it, up to the next user
+    message) among rows the rolling summary does not already cover."""
+    rows = [m for m in chat if covered_to is None or m.position > covered_to]
+    if not rows:
+        return []
+    group = [rows[0]]
+    for row in rows[1:]:
+        if row.role == Message.Role.USER:
+            break
+        group.append(row)
+    return group
+
+
+def _summarise(chat: list[Message], previous: list[Message], target: int) -> tuple[str, bool, str]:
+    """(text, fallback, model name): the summariser, else the local summary."""
+    config = get_config().compression
+    model = get_config().auxiliary.compression
+    if model.configured:
+        built = prompts.build_prompt(chat, previous, target_tokens=target, config=config)
+        try:
+            result = summarize(
+                built,
+                model,
+                idle_timeout=config.context_timeout_seconds,
+                total_timeout=config.context_total_ceiling_seconds,
+            )
+            return result.text, False, result.model
+        except SummaryFailed as failed:
+            logger.warning("micro-compaction summary failed: %s", failed)
+    return local_summary(chat, previous, config.fallback_summary_max_chars), True, "local"
+
+
+def micro_compact(session: Session) -> MicroResult:
+    """Fold the oldest turn outside the tail into the rolling summary."""
+    config = get_config().compression
+    claim = _claim(session, config.context_total_ceiling_seconds + 120)
+    if claim is None:
+        return MicroResult(Outcome.SKIPPED, "another compression of this session is running")
+    try:
+        return _fold(session, config)
+    finally:
+        _release(session, claim)
+
+
+def _fold(session: Session, config) -> MicroResult:
+    started = time.monotonic()
+    session.refresh_from_db()
+    selection = select(
+        live_rows(session),
+        protect_first_n=config.protect_first_n,
+        protect_last_n=config.protect_last_n,
+        min_tail_user_messages=config.min_tail_user_messages,
+    )
+    previous = [m for m in selection.middle if m.is_summary]
+    covered_to = max((m.covers_to_position or m.position for m in previous), default=None)
+    group = _oldest_turn([m for m in selection.middle if not m.is_summary], covered_to)
+    if not group:
+        return MicroResult(Outcome.SKIPPED, "no turn outside the protected tail to fold")
+    group_tokens = sum(m.token_count for m in group)
+    text, fallback, model_name = _summarise(
+        group, previous, prompts.budget_tokens(group_tokens, config)
+    )
+    content = prompts.wrap_summary(text, fallback=fallback)
+    role = prompts.summary_role(
+        selection.head[-1] if selection.head else None,
+        selection.tail[0] if selection.tail else None,
+    )
+    summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
+    consolidated = False
+    if summary_tokens > config.micro_compact_defrag_threshold_tokens:
+        draft = Message(role=role, content=content, is_summary=True, position=group[0].position)
+        text, fallback2, _ = _summarise(
+            [], [draft], config.micro_compact_defrag_threshold_tokens // 2
+        )
+        fallback = fallback or fallback2
+        content = prompts.wrap_summary(text, fallback=fallback)
+        summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
+        consolidated = True
+
+    # Step 1: the new rolling summary replaces the previous one.
+    first = previous[0] if previous else group[0]
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        still_live = Message.objects.filter(pk__in=[m.pk for m in group + previous], active=True)
+        if still_live.count() != len(group) + len(previous):
+            return MicroResult(
+                Outcome.SKIPPED, "the session changed while folding; nothing written"
+            )
+        tokens_before, messages_before = locked.live_tokens, locked.live_messages
+        summary = Message.objects.create(
+            session=locked,
+            position=first.position,
+            role=role,
+            content=content,
+            token_count=summary_tokens,
+            is_summary=True,
+            is_fallback_summary=fallback,
+            covers_from_position=first.covers_from_position or first.position,
+            covers_to_position=group[-1].position,
+        )
+        absorbed = _archive(locked, [m.pk for m in previous], summary)
+        locked.live_messages += 1 - absorbed["n"]
+        locked.live_tokens += summary_tokens - absorbed["tokens"]
+        locked.total_messages += 1
+        locked.save(update_fields=["live_messages", "live_tokens", "total_messages", "updated_at"])
+    # Step 2: the folded turn leaves the live context.
+    archived = 0
+    error = ""
+    try:
+        with transaction.atomic():
+            locked = Session.objects.select_for_update().get(pk=session.pk)
+            done = _archive(locked, [m.pk for m in group], summary)
+            archived = done["n"]
+            locked.live_messages -= archived
+            locked.live_tokens -= done["tokens"]
+            locked.save(update_fields=["live_messages", "live_tokens", "updated_at"])
+    except Exception as exc:  # F4: keep the summary; originals stay live until a full compression
+        logger.exception("micro-compaction of %s: archiving the folded turn failed", session.pk)
+        error = f"{type(exc).__name__}: {exc}"
+    session.refresh_from_db()
+    outcome = Outcome.FALLBACK if fallback else Outcome.COMPRESSED
+    reason = (
+        f"folded the turn at #{group[0].position} to #{group[-1].position} into the rolling summary"
+    )
+    if consolidated:
+        reason += "; the rolling summary passed micro_compact_defrag_threshold_tokens: consolidated"
+    if error:
+        outcome = Outcome.FAILED
+        reason = (
+            f"rolling summary stored but its {len(group)} original(s) could not be archived; "
+            "both stay in the live context until the next full compression"
+        )
+    CompressionEvent.objects.create(
+        session=session,
+        trigger=Trigger.MICRO,
+        outcome=outcome,
+        reason=reason[:300],
+        tokens_before=tokens_before,
+        tokens_after=session.live_tokens,
+        messages_before=messages_before,
+        messages_after=session.live_messages,
+        rows_archived=archived + absorbed["n"],
+        summary_message=summary,
+        summary_model=model_name,
+        error=error,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+    return MicroResult(outcome, reason, summary, archived)
+
+
+def _archive(session: Session, ids: list[int], summary: Message) -> dict:
+    rows = Message.objects.filter(session=session, pk__in=ids, active=True)
+    stats = rows.aggregate(n=Count("id"), tokens=Sum("token_count"))
+    rows.update(
+        active=False,
+        compressed=True,
+        archive_reason=Message.ArchiveReason.COMPRESSION,
+        archived_at=timezone.now(),
+        summarized_by=summary,
+    )
+    return {"n": stats["n"] or 0, "tokens": stats["tokens"] or 0}

@@ -1,0 +1,153 @@
+"""``manage.py acp`` driven over stdio as an editor drives it, with the protocol's own client:
+initialize, open a session, prompt turns through the turn service, ``/compress [focus]``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from compression.fake_model import FakeModelServer, Reply
+from tests.processes import ROOT, isolated_env
+
+acp = pytest.importorskip("acp", reason="agent-client-protocol is not installed")
+from acp.schema import (  # noqa: E402 - after the skip
+    AgentMessageChunk,
+    AvailableCommandsUpdate,
+    ClientCapabilities,
+    Implementation,
+)
+
+
+class Editor:
+    """An ACP client: records what the agent streams."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.commands: list[Any] = []
+        self.commands_seen = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if isinstance(update, AgentMessageChunk):
+            self.text.append(update.content.text)
+        elif isinstance(update, AvailableCommandsUpdate):
+            self.commands = update.available_commands
+            self.commands_seen.set()
+
+    async def request_permission(self, *args: Any, **kwargs: Any):
+        raise acp.RequestError.method_not_found("session/request_permission")
+
+
+@pytest.fixture
+def models():
+    with FakeModelServer() as chat, FakeModelServer() as summariser:
+        chat.script.default = Reply("Here is the plan: migrate the cache, then restart nginx.")
+        summariser.script.default = Reply("## Goal\nThe user is migrating a cache.")
+        yield chat, summariser
+
+
+def _serve(env: dict[str, str], script) -> Any:
+    async def run():
+        editor = Editor()
+        async with acp.spawn_agent_process(
+            editor,
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "acp",
+            env=env,
+            cwd=str(ROOT),
+            transport_kwargs={"stderr": subprocess.DEVNULL},
+        ) as (conn, _process):
+            return await asyncio.wait_for(script(conn, editor), timeout=120)
+
+    return asyncio.run(run())
+
+
+def _search(env: dict[str, str], query: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "manage.py", "search", query, "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    return json.loads(out)
+
+
+async def _prompt(conn, editor: Editor, session_id: str, text: str) -> tuple[str, str]:
+    editor.text.clear()
+    response = await conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+    return response.stop_reason, "".join(editor.text)
+
+
+def test_an_editor_opens_a_session_takes_turns_and_compresses_with_a_focus(tmp_path, models):
+    chat, summariser = models
+    sections = (
+        f"model:\n  default: gpt-4o\n  base_url: {chat.base_url}\n"
+        "auxiliary:\n  compression:\n    model: fake-summary\n"
+        f"    base_url: {summariser.base_url}\n"
+        "compression:\n  protect_first_n: 1\n  protect_last_n: 4\n"
+    )
+
+    async def script(conn, editor: Editor):
+        init = await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="test-editor", version="1"),
+        )
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await asyncio.wait_for(editor.commands_seen.wait(), 10)
+        turns = [
+            await _prompt(conn, editor, session.session_id, f"Step {n}: 缓存迁移 item-{n}")
+            for n in range(6)
+        ]
+        compressed = await _prompt(conn, editor, session.session_id, "/compress the cache")
+        return init, session, editor.commands, turns, compressed
+
+    with isolated_env(tmp_path, sections=sections) as env:
+        init, session, commands, turns, compressed = _serve(env, script)
+        found = _search(env, "item-2")
+
+    assert init.protocol_version == acp.PROTOCOL_VERSION
+    assert init.agent_info.name == "hermes-memory"
+    assert [c.name for c in commands] == ["compress"]
+    assert commands[0].input.root.hint == "optional focus topic"
+    assert turns[0] == ("end_turn", "Here is the plan: migrate the cache, then restart nginx.")
+    assert len(chat.requests) == 6
+    # the turn service sent the whole live context: system prompt + every turn so far
+    last = chat.requests[-1].body["messages"]
+    assert last[0]["role"] == "system" and last[-1]["content"] == "Step 5: 缓存迁移 item-5"
+    stop, text = compressed
+    assert stop == "end_turn" and text.startswith("Compressed:")
+    assert "archived (still searchable)" in text
+    focus = summariser.requests[-1].body["messages"][-1]["content"]
+    assert "Focus: keep the most detail about: the cache" in focus
+    # the session is ours: its originals are archived and found by search, trigger named
+    kinds = {hit["message"]["kind"] for hit in found["hits"]}
+    assert "archived" in kinds
+    assert found["hits"][0]["session"]["id"] == session.session_id
+
+
+def test_a_prompt_without_a_chat_model_is_an_error_the_editor_can_show(tmp_path):
+    async def script(conn, editor: Editor):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        with pytest.raises(acp.RequestError) as error:
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")])
+        unknown = None
+        try:
+            await conn.prompt(session_id="no-such-session", prompt=[acp.text_block("hi")])
+        except acp.RequestError as exc:
+            unknown = exc
+        return error.value, unknown
+
+    with isolated_env(tmp_path) as env:
+        missing_model, unknown = _serve(env, script)
+    assert "No chat model is configured" in json.dumps(missing_model.data)
+    assert unknown is not None
