@@ -19,6 +19,7 @@ class CompressionEventAdmin(ReadOnlyAdmin):
         "created_at",
         "session",
         "trigger",
+        "path",
         "outcome",
         "tokens_before",
         "tokens_after",
@@ -26,7 +27,7 @@ class CompressionEventAdmin(ReadOnlyAdmin):
         "rows_archived",
         "reason",
     )
-    list_filter = ("trigger", "outcome", "session__channel")
+    list_filter = ("trigger", "path", "outcome", "session__channel")
     search_fields = ("session__id", "session__title", "reason", "error")
     list_select_related = ("session",)
     readonly_fields = [f.name for f in CompressionEvent._meta.fields]

@@ -140,3 +140,36 @@ def turn(request: HttpRequest, session_id: str, payload: TurnIn):
         "decisions": [d.as_dict() for d in result.decisions],
         "command": result_dict(result.command) if result.command else None,
     }
+
+
+class CodexNotificationsIn(Schema):
+    notifications: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=1_000)] = Field(
+        description="Notifications the gateway received from the Codex app server, as sent "
+        '(`{"method": "item/completed", "params": {...}}`); others are ignored.'
+    )
+    model_config = ConfigDict(extra="forbid")
+
+
+class CodexNotificationsOut(Schema):
+    recorded: int = Field(description="Compactions recorded now (each is recorded only once).")
+    compressions: int
+
+
+@router.post(
+    "/sessions/{session_id}/codex/notifications",
+    response={200: CodexNotificationsOut, **ERRORS},
+)
+def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNotificationsIn):
+    """For sessions opened with `codex_thread_id` (T7a, native mode): forward the app server's
+    notifications; a `contextCompaction` item (or the older `thread/compacted`) is recorded as a
+    compression event, so the session's history says when Codex compacted its own thread."""
+    from compression import codex
+
+    session = get_session_for_channel(request.auth, session_id)
+    if codex.thread_id(session) is None:
+        raise StateConflict(
+            "This session was not opened with a codex_thread_id; it has no Codex thread."
+        )
+    recorded = codex.record_notifications(session, payload.notifications)
+    session.refresh_from_db()
+    return {"recorded": recorded, "compressions": session.compressions}

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from compression import codex
 from compression import prompt as prompts
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
@@ -119,6 +120,17 @@ def compress(
             f"A compression of session {session.pk} is already running; try again shortly."
         )
     result = CompressionResult(session=session)
+    if codex.thread_id(session) is not None:
+        # The model's context is a Codex thread: the app server compacts it (T7a).
+        try:
+            event = codex.compact_thread(session, trigger)
+            result.passes.append(
+                PassResult(event.outcome, event, model_failed=event.outcome == Outcome.FAILED)
+            )
+        finally:
+            _release(session, claim)
+        session.refresh_from_db()
+        return result
     try:
         passes = max_passes or (1 if around_position is not None else config.max_attempts)
         target = threshold_for(session).tokens

@@ -7,6 +7,9 @@ assert on what the service really sent. Behaviours:
 * ``Fail(status, message, code=None, type=None)`` -- an HTTP error with an OpenAI error body;
 * ``Malformed()`` -- a 200 whose body is not JSON; ``Drop()`` -- the connection is closed.
 
+``POST …/chat/completions`` answers as chat completions; ``POST …/responses`` as the Responses
+API (non-streamed), with a ``compaction`` output item first when the Reply has ``compaction``.
+
 Run on its own (the demo's summariser)::
 
     python -m compression.fake_model --port 8089
@@ -32,6 +35,9 @@ class Reply:
     chunk_delay: float = 0.0  # between streamed chunks
     chunks: int = 4
     usage: dict[str, int] | None = None
+    # Responses API only: the server compacted the context; this is the compaction item's
+    # (opaque) encrypted_content, sent before the reply as OpenAI does.
+    compaction: str | None = None
 
 
 @dataclass
@@ -136,6 +142,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         time.sleep(behaviour.delay)
         model = (body or {}).get("model", "fake")
+        if self.path.rstrip("/").endswith("/responses"):
+            self._json(200, _response(behaviour, model))
+            return
         if (body or {}).get("stream"):
             self._stream(behaviour, model)
         else:
@@ -188,6 +197,49 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up (a timeout under test)
+
+
+def _response(behaviour: Reply, model: str) -> dict[str, Any]:
+    """A Responses API ``response`` object."""
+    output: list[dict[str, Any]] = []
+    if behaviour.compaction is not None:
+        output.append(
+            {
+                "type": "compaction",
+                "id": f"cmp_{abs(hash(behaviour.compaction)) % 10**8}",
+                "encrypted_content": behaviour.compaction,
+            }
+        )
+    output.append(
+        {
+            "type": "message",
+            "id": "msg_fake",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "text": behaviour.content or "", "annotations": []}
+            ],
+        }
+    )
+    usage = behaviour.usage or {"input_tokens": 10, "output_tokens": 10}
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage.get("input_tokens", 10),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage.get("output_tokens", 10),
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.get("input_tokens", 10) + usage.get("output_tokens", 10),
+        },
+    }
 
 
 class _Server(ThreadingHTTPServer):

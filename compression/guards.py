@@ -41,6 +41,11 @@ def blocked(
     """Why an automatic trigger may not compress now, or None if it may."""
     if trigger in MANUAL:
         return None
+    from compression.codex import automatic_block
+
+    codex_block = automatic_block(session)
+    if codex_block:
+        return codex_block
     config = get_config().compression
     if not config.enabled:
         return "automatic compression is off (compression.enabled: false)"

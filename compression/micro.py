@@ -205,6 +205,7 @@ def _fold(session: Session, config) -> MicroResult:
     CompressionEvent.objects.create(
         session=session,
         trigger=Trigger.MICRO,
+        path=CompressionEvent.Path.MICRO,
         outcome=outcome,
         reason=reason[:300],
         tokens_before=tokens_before,

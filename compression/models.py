@@ -37,8 +37,22 @@ class CompressionEvent(models.Model):
         LOCKED = "locked", "blocked by a guard"
         PRUNED = "pruned", "tool results pruned (no summary)"
 
+    class Path(models.TextChoices):
+        ENGINE = "engine", "summary by this service"
+        PRUNE = "prune", "proactive pruning"
+        MICRO = "micro", "micro-compaction"
+        OPENAI_SERVER = "openai_server", "OpenAI server-side compaction"
+        CODEX_NATIVE = "codex_native", "Codex app server (native)"
+        CODEX_MANAGED = "codex_managed", "Codex app server (managed)"
+
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="compression_events"
+    )
+    path = models.CharField(
+        max_length=16,
+        choices=Path.choices,
+        default=Path.ENGINE,
+        help_text="What did (or would have done) the compacting.",
     )
     trigger = models.CharField(max_length=20, choices=Trigger.choices)
     outcome = models.CharField(max_length=12, choices=Outcome.choices)

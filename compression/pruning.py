@@ -155,6 +155,7 @@ def _record(session: Session, result: PruneResult, trigger: str, threshold: int 
     CompressionEvent.objects.create(
         session=session,
         trigger=CompressionEvent.Trigger.PRUNE,
+        path=CompressionEvent.Path.PRUNE,
         outcome=result.outcome,
         reason=f"{result.reason} (compression held back: {trigger})"[:300],
         tokens_before=result.tokens_before or session.live_tokens,

@@ -72,6 +72,8 @@ def compute_threshold(
     context_window: int,
     config: CompressionConfig,
     overrides: list[Override] | None = None,
+    *,
+    hold_for_server: bool = True,
 ) -> Threshold:
     """threshold = (window - output reserve) x ratio, floored at 64K, 85% of the window where the
     floor reaches it, capped by ``threshold_tokens``.
@@ -113,7 +115,38 @@ def compute_threshold(
     if caps and min(caps) < tokens:
         tokens = min(caps)
         reasons.append(f"capped at {tokens:,}")
+    if hold_for_server and server_compaction_applies(model, config):
+        # T7b: the server compacts first; ours stays above it as the safety net.
+        server = config.codex_responses_compact_threshold or tokens
+        held = min(server + max(1_000, context_window // 20), int(context_window * 0.95))
+        if held > tokens:
+            tokens = held
+            reasons.append(
+                f"held above the OpenAI server's compact threshold {server:,} (the server "
+                "compacts first; this is the safety net)"
+            )
     return Threshold(tokens=tokens, ratio=ratio, reason="; ".join(reasons))
+
+
+def server_compaction_applies(model: str, config: CompressionConfig) -> bool:
+    """OpenAI server-side compaction (T7b) is on for this model's family."""
+    name = _bare(model)
+    return config.codex_responses_native and any(
+        pattern.lower() in name for pattern in config.codex_responses_models
+    )
+
+
+def server_compact_threshold(session) -> int:
+    """The ``compact_threshold`` sent to the server: configured, else our own unheld threshold."""
+    from hermes_site.config import get_config
+
+    config = get_config().compression
+    if config.codex_responses_compact_threshold:
+        return config.codex_responses_compact_threshold
+    overrides = config_overrides(config) + table_overrides()
+    return compute_threshold(
+        session.model, session.context_window, config, overrides, hold_for_server=False
+    ).tokens
 
 
 def threshold_for(session) -> Threshold:

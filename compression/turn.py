@@ -14,9 +14,10 @@ from typing import Any
 
 import openai
 
-from compression import guards, plugins
+from compression import guards, plugins, server_compaction
 from compression.engine import CompressionResult, compress
 from compression.models import CompressionEvent
+from compression.threshold import server_compact_threshold, server_compaction_applies
 from compression.triggers import (
     Decision,
     classify_error,
@@ -59,16 +60,19 @@ class _ChatError(Exception):
         self.status, self.message, self.code = status, message, code
 
 
-def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[dict, dict | None]:
-    """One chat-completions call through the openai SDK; the reply as a message to store."""
-    client = openai.OpenAI(
+def _client(chat: ChatModelConfig) -> openai.OpenAI:
+    return openai.OpenAI(
         base_url=chat.base_url,
         api_key=chat.api_key or "not-needed",
         timeout=openai.Timeout(chat.timeout_seconds, read=chat.stale_timeout_seconds),
         max_retries=0,
     )
+
+
+def _request(call):
+    """Run one SDK call, turning its errors into ours."""
     try:
-        response = client.chat.completions.create(model=chat.default, messages=messages)
+        return call()
     except openai.APIStatusError as exc:
         body = exc.body if isinstance(exc.body, dict) else {}
         error = body.get("error", body) if isinstance(body, dict) else {}
@@ -78,6 +82,51 @@ def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[di
         raise ChatFailed("The chat model did not answer in time; your message is stored.") from None
     except (openai.APIError, ValueError) as exc:
         raise ChatFailed(f"The chat model could not be reached: {exc}"[:500]) from None
+
+
+def call_responses(
+    chat: ChatModelConfig, messages: list[dict[str, Any]], compact_threshold: int
+) -> tuple[dict, dict | None, dict | None]:
+    """One Responses API call with server-side compaction on (T7b): the reply, the usage, and
+    the compaction item when the server compacted."""
+    instructions, items = server_compaction.to_responses_input(messages)
+    client = _client(chat)
+    try:
+        response = _request(
+            lambda: client.responses.create(
+                model=chat.default,
+                instructions=instructions,
+                input=items,
+                context_management=[{"type": "compaction", "compact_threshold": compact_threshold}],
+                store=False,
+            )
+        )
+    finally:
+        client.close()
+    try:
+        reply, compaction = server_compaction.parse_output(response.output)
+    except (AttributeError, TypeError, ValueError):
+        raise ChatFailed(
+            "The chat model's answer was not a Responses API response; your message is stored."
+        ) from None
+    usage = None
+    raw = getattr(response, "usage", None)
+    if raw is not None:
+        numbers = {
+            "prompt_tokens": getattr(raw, "input_tokens", None),
+            "completion_tokens": getattr(raw, "output_tokens", None),
+        }
+        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
+    return reply, usage, compaction
+
+
+def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[dict, dict | None]:
+    """One chat-completions call through the openai SDK; the reply as a message to store."""
+    client = _client(chat)
+    try:
+        response = _request(
+            lambda: client.chat.completions.create(model=chat.default, messages=messages)
+        )
     finally:
         client.close()
     try:
@@ -152,9 +201,18 @@ def run_turn(
 
     attempts = 0
     waited_until = time.monotonic() + config.context_total_ceiling_seconds
+    server_side = server_compaction_applies(session.model, config)
     while True:
         try:
-            reply, usage = call_chat(chat, live_context(session))
+            if server_side:
+                threshold = server_compact_threshold(session)
+                reply, usage, compacted = call_responses(chat, live_context(session), threshold)
+                if compacted is not None:
+                    event = server_compaction.store_compaction(session, compacted, threshold)
+                    result.decisions.append(Decision(Trigger.SERVER, "compressed", event.reason))
+                    session.refresh_from_db()
+            else:
+                reply, usage = call_chat(chat, live_context(session))
             break
         except _ChatError as error:
             kind = classify_error(error.status, error.message, error.code)

@@ -132,8 +132,13 @@ class CompressionConfig(_Block):
 
     # Model and service paths (T7a, T7b)
     codex_app_server_auto: Literal["native", "managed", "off"] = "native"
+    # How to reach the app server for "managed" (its stdio JSON-RPC protocol).
+    codex_app_server_command: tuple[str, ...] = ("codex", "app-server")
+    codex_app_server_timeout_seconds: Seconds = 300
     codex_responses_native: bool = False
     codex_responses_compact_threshold: PositiveInt | None = None
+    # Model families that get OpenAI's server-side compaction when codex_responses_native is on.
+    codex_responses_models: tuple[str, ...] = ("gpt-5", "codex")
 
     # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
     checkpoint_required: bool = False
@@ -148,7 +153,12 @@ class CompressionConfig(_Block):
         # Hermes Agent calls the managed strategy "hermes".
         return "managed" if value == "hermes" else value
 
-    @field_validator("reasoning_model_patterns", mode="before")
+    @field_validator(
+        "reasoning_model_patterns",
+        "codex_app_server_command",
+        "codex_responses_models",
+        mode="before",
+    )
     @classmethod
     def _list_to_tuple(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value

@@ -96,6 +96,9 @@ class Session(models.Model):
     )
     # One compression at a time: a claim that expires, so a crashed worker cannot hold it forever.
     compressing_until = models.DateTimeField(null=True, blank=True)
+    # Where the model runs, when not through our own chat call: a Codex app-server thread id,
+    # an OpenAI server-side compaction item... Read and written by the compression app.
+    provider_state = models.JSONField(null=True, blank=True)
 
     # Guard state (F1-F3), persisted so it survives restarts.
     cooldown_until = models.DateTimeField(null=True, blank=True)

@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -64,7 +65,10 @@ def _serve(env: dict[str, str], script) -> Any:
         ) as (conn, _process):
             return await asyncio.wait_for(script(conn, editor), timeout=120)
 
-    return asyncio.run(run())
+    # In a thread of its own: the browser tests' Playwright keeps an event loop running in this
+    # one for the whole session, and asyncio.run refuses to nest.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
 def _search(env: dict[str, str], query: str) -> dict:

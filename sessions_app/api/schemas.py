@@ -27,6 +27,11 @@ class SessionCreateIn(Schema):
         None,
         description="The gateway's own id (chat id...); re-opening with it returns that session.",
     )
+    codex_thread_id: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None,
+        description="The model runs through a Codex app server in this thread: compaction "
+        "follows compression.codex_app_server_auto (native, managed or off).",
+    )
     model_config = ConfigDict(extra="forbid")
 
 
@@ -64,6 +69,7 @@ class SessionOut(Schema):
     created_at: datetime
     last_activity_at: datetime
     last_reset_at: datetime | None
+    codex_thread_id: str | None = None
 
     @staticmethod
     def of(session: Session) -> dict[str, Any]:
@@ -95,6 +101,7 @@ class SessionOut(Schema):
             "created_at": session.created_at,
             "last_activity_at": session.last_activity_at,
             "last_reset_at": session.last_reset_at,
+            "codex_thread_id": ((session.provider_state or {}).get("codex") or {}).get("thread_id"),
         }
 
 

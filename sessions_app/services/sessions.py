@@ -57,6 +57,7 @@ def open_session(
     system_prompt: str | None = None,
     title: str = "",
     external_id: str | None = None,
+    codex_thread_id: str | None = None,
 ) -> OpenResult:
     """Open a session; with an ``external_id`` already in use on this channel, return that one.
 
@@ -66,7 +67,10 @@ def open_session(
         raise InvalidInput("context_window must be at least 1024 tokens.")
     if system_prompt is not None:
         validate_message({"role": "system", "content": system_prompt})
-    check_text({"model": model, "title": title, "external_id": external_id}, "session")
+    check_text(
+        {"model": model, "title": title, "external_id": external_id, "codex": codex_thread_id},
+        "session",
+    )
     model = model or get_config().model.default
     with transaction.atomic():
         if external_id is not None:
@@ -81,6 +85,7 @@ def open_session(
             context_window_source=source,
             title=title,
             external_id=external_id,
+            provider_state={"codex": {"thread_id": codex_thread_id}} if codex_thread_id else None,
         )
         if system_prompt:
             insert_messages(session, [{"role": "system", "content": system_prompt}])

@@ -1,0 +1,272 @@
+"""Sessions whose model runs through a Codex app server (SPEC T7a).
+
+Such a session is opened with ``codex_thread_id``: the conversation the model sees is Codex's
+thread, so compacting means compacting that thread. ``compression.codex_app_server_auto``:
+
+* ``native`` (default): Codex compacts its own threads (``model_auto_compact_token_limit``); our
+  automatic triggers stand aside and we only record what Codex reports (the gateway forwards the
+  app server's ``contextCompaction`` item notifications, see :func:`record_notifications`);
+* ``managed``: our triggers decide, and compaction is asked of the app server with its JSON-RPC
+  ``thread/compact/start`` request (:func:`compact_thread`);
+* ``off``: no automatic compaction of these sessions.
+
+A manual compression (API, CLI, console, ``/compress``) always asks the app server. Our rows are
+not changed by a Codex compaction -- they remain the searchable transcript.
+
+The app server speaks JSON-RPC 2.0 without the ``"jsonrpc"`` field, one JSON object per line on
+stdio: ``initialize`` then the ``initialized`` notification, ``thread/resume {threadId}`` (the
+thread is loaded from Codex's own storage), ``thread/compact/start {threadId}`` which answers
+``{}`` at once, then ``item/started`` / ``item/completed`` notifications carrying a
+``{"type": "contextCompaction"}`` item (older servers also send ``thread/compacted``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import subprocess
+import threading
+import time
+from typing import Any
+
+from django.db import transaction
+
+from compression.models import CompressionEvent
+from hermes_site.config import get_config
+from sessions_app.models import Session
+
+logger = logging.getLogger(__name__)
+Outcome = CompressionEvent.Outcome
+Path = CompressionEvent.Path
+CLIENT_INFO = {"name": "hermes_memory", "title": "Hermes Memory", "version": "0.1"}
+SEEN_LIMIT = 200  # notification ids remembered per session, to record each compaction once
+
+
+class CodexError(Exception):
+    """The app server could not be reached or refused; the message says which."""
+
+
+def thread_id(session: Session) -> str | None:
+    return ((session.provider_state or {}).get("codex") or {}).get("thread_id")
+
+
+def automatic_block(session: Session) -> str | None:
+    """Why an automatic trigger must leave this Codex session alone, or None."""
+    if thread_id(session) is None:
+        return None
+    mode = get_config().compression.codex_app_server_auto
+    if mode == "native":
+        return "Codex compacts this session's thread itself (codex_app_server_auto: native)"
+    if mode == "off":
+        return "automatic compaction of Codex sessions is off (codex_app_server_auto: off)"
+    return None
+
+
+class AppServer:
+    """A ``codex app-server`` process driven over stdio."""
+
+    def __init__(self, command: tuple[str, ...], timeout: float) -> None:
+        self.deadline = time.monotonic() + timeout
+        try:
+            self.process = subprocess.Popen(  # noqa: S603 - the operator's configured command
+                list(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+                bufsize=1,
+            )
+        except OSError as exc:
+            raise CodexError(
+                f"cannot start the Codex app server ({' '.join(command)}): {exc.strerror or exc}"
+            ) from None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.notifications: list[dict[str, Any]] = []
+        self._next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise CodexError("the Codex app server closed its input") from None
+
+    def _next(self) -> dict[str, Any]:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise CodexError("the Codex app server did not answer in time")
+        try:
+            line = self.lines.get(timeout=remaining)
+        except queue.Empty:
+            raise CodexError("the Codex app server did not answer in time") from None
+        if line is None:
+            raise CodexError("the Codex app server exited")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            logger.warning("Codex app server wrote a line that is not JSON: %r", line[:200])
+            return {}
+        return message if isinstance(message, dict) else {}
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next_id += 1
+        request_id = self._next_id
+        self._send({"id": request_id, "method": method, "params": params})
+        while True:
+            message = self._next()
+            if message.get("id") == request_id and "method" not in message:
+                if "error" in message:
+                    error = message["error"] or {}
+                    raise CodexError(
+                        f"{method} failed: {error.get('message', 'error')} "
+                        f"(code {error.get('code')})"
+                    )
+                return message.get("result") or {}
+            if "method" in message and "id" not in message:
+                self.notifications.append(message)
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self._send({"method": method, **({"params": params} if params is not None else {})})
+
+    def wait_for_compaction(self, thread: str) -> dict[str, Any]:
+        """The notification that says the thread's compaction finished."""
+        seen = iter(self.notifications)
+        while True:
+            message = next(seen, None)
+            if message is None:
+                message = self._next()
+                if "id" in message:
+                    continue
+            if is_compaction(message) and (message.get("params") or {}).get("threadId") == thread:
+                return message
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+def is_compaction(message: dict[str, Any]) -> bool:
+    method = message.get("method")
+    params = message.get("params") or {}
+    if method == "item/completed":
+        item = params.get("item") or {}
+        return item.get("type") == "contextCompaction"
+    return method == "thread/compacted"  # the older protocol's notification
+
+
+def _notification_key(message: dict[str, Any]) -> str:
+    params = message.get("params") or {}
+    item = params.get("item") or {}
+    return str(item.get("id") or f"{params.get('threadId')}/{params.get('turnId')}")
+
+
+def compact_thread(session: Session, trigger: str) -> CompressionEvent:
+    """Ask the app server to compact this session's thread and wait until it has ("managed",
+    and every manual compression of a Codex session). Records the event; never raises."""
+    config = get_config().compression
+    thread = thread_id(session)
+    started = time.monotonic()
+    server = None
+    try:
+        server = AppServer(config.codex_app_server_command, config.codex_app_server_timeout_seconds)
+        server.request("initialize", {"clientInfo": CLIENT_INFO})
+        server.notify("initialized")
+        server.request("thread/resume", {"threadId": thread})
+        server.request("thread/compact/start", {"threadId": thread})
+        done = server.wait_for_compaction(thread)
+    except CodexError as exc:
+        logger.warning("Codex compaction of session %s failed: %s", session.pk, exc)
+        return _failed(session, trigger, thread, str(exc), started)
+    finally:
+        if server is not None:
+            server.close()
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked.compressions += 1
+        locked.failure_streak = 0
+        state = locked.provider_state or {}
+        codex = state.setdefault("codex", {})
+        codex["seen"] = [*codex.get("seen", []), _notification_key(done)][-SEEN_LIMIT:]
+        locked.provider_state = state
+        locked.save(update_fields=["compressions", "failure_streak", "provider_state"])
+        return CompressionEvent.objects.create(
+            session=locked,
+            trigger=trigger,
+            path=Path.CODEX_MANAGED,
+            outcome=Outcome.COMPRESSED,
+            reason=f"the Codex app server compacted thread {thread}",
+            tokens_before=locked.live_tokens,
+            messages_before=locked.live_messages,
+            summary_model="codex app server",
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+
+def _failed(session: Session, trigger: str, thread: str | None, error: str, started: float):
+    from compression.engine import _note_failure
+
+    _note_failure(session, get_config().compression)  # F1: cooldown, failure streak
+    session.refresh_from_db()
+    return CompressionEvent.objects.create(
+        session=session,
+        trigger=trigger,
+        path=Path.CODEX_MANAGED,
+        outcome=Outcome.FAILED,
+        reason=f"asking the Codex app server to compact thread {thread} failed",
+        error=error,
+        tokens_before=session.live_tokens,
+        messages_before=session.live_messages,
+        summary_model="codex app server",
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def record_notifications(session: Session, messages: list[dict[str, Any]]) -> int:
+    """Record the compactions among app-server notifications a gateway forwarded ("native":
+    Codex compacted its own thread). Each is recorded once, whatever is sent again."""
+    thread = thread_id(session)
+    recorded = 0
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        state = locked.provider_state or {}
+        codex = state.setdefault("codex", {})
+        seen = list(codex.get("seen", []))
+        for message in messages:
+            params = message.get("params") or {}
+            if not is_compaction(message) or params.get("threadId") not in (None, thread):
+                continue
+            key = _notification_key(message)
+            if key in seen:
+                continue
+            seen.append(key)
+            recorded += 1
+            CompressionEvent.objects.create(
+                session=locked,
+                trigger=CompressionEvent.Trigger.CODEX,
+                path=Path.CODEX_NATIVE,
+                outcome=Outcome.COMPRESSED,
+                reason=f"Codex compacted thread {thread} itself (turn {params.get('turnId')})",
+                tokens_before=locked.live_tokens,
+                messages_before=locked.live_messages,
+                summary_model="codex app server",
+            )
+        if recorded:
+            codex["seen"] = seen[-SEEN_LIMIT:]
+            locked.provider_state = state
+            locked.compressions += recorded
+            locked.save(update_fields=["provider_state", "compressions"])
+    return recorded

@@ -1,0 +1,162 @@
+"""OpenAI server-side compaction (SPEC T7b), opt-in per model family.
+
+For a session whose model matches ``codex_responses_models`` while ``codex_responses_native`` is
+on, the turn calls the Responses API with ``context_management=[{"type": "compaction",
+"compact_threshold": N}]``: when the rendered context crosses N, the server compacts it and
+returns an opaque ``compaction`` item (``encrypted_content``) before its reply. Our automatic
+threshold is held above N (compression.threshold), so the server compacts first and ours is the
+safety net.
+
+The item is stored as a summary row (``extra["openai_compaction"]``) that replaces the live rows
+before it -- archived, never deleted, still searchable -- and is replayed to the server in its
+place (OpenAI: "you can drop items that came before the most recent compaction item"). The
+system prompt stays live and goes as ``instructions``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from compression.models import CompressionEvent
+from sessions_app import tokens
+from sessions_app.models import Message, Session
+
+KEY = "openai_compaction"
+PLACEHOLDER = (
+    "[The conversation before this point was compacted by the OpenAI server; the model receives "
+    "it as an encrypted compaction item. The original messages are archived and searchable.]"
+)
+
+
+def to_responses_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Live context (chat format) -> (instructions, Responses ``input`` items)."""
+    instructions: list[str] = []
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if KEY in message:
+            items = [dict(message[KEY])]  # everything before it is inside the compaction
+            continue
+        if role == "system" and not items:
+            instructions.append(content if isinstance(content, str) else str(content or ""))
+            continue
+        if role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": content if isinstance(content, str) else str(content or ""),
+                }
+            )
+            continue
+        if content:
+            items.append({"role": role, "content": content})
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments") or "",
+                }
+            )
+    return ("\n\n".join(instructions) or None), items
+
+
+def parse_output(output: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Responses ``output`` -> (the reply as a chat message, the compaction item or None)."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    compaction = None
+    for item in output:
+        kind = getattr(item, "type", None)
+        if kind == "compaction":
+            compaction = {
+                "type": "compaction",
+                "id": item.id,
+                "encrypted_content": item.encrypted_content,
+            }
+        elif kind == "message":
+            for part in getattr(item, "content", None) or ():
+                if getattr(part, "type", None) == "output_text":
+                    texts.append(part.text)
+        elif kind == "function_call":
+            calls.append(
+                {
+                    "id": item.call_id,
+                    "type": "function",
+                    "function": {"name": item.name, "arguments": item.arguments},
+                }
+            )
+    reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        reply["tool_calls"] = calls
+    if reply["content"] is None and not calls:
+        reply["content"] = ""
+    return reply, compaction
+
+
+def store_compaction(session: Session, item: dict[str, Any], threshold: int) -> CompressionEvent:
+    """The server compacted everything before its reply: keep its item as the live context's
+    summary and archive what it replaced (the system prompt stays)."""
+    content = PLACEHOLDER
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        live = list(
+            Message.objects.filter(session=locked, active=True).order_by(
+                "position", "-is_summary", "id"
+            )
+        )
+        replaced = [m for m in live if not (m.role == Message.Role.SYSTEM and not m.is_summary)]
+        first = replaced[0] if replaced else (live[-1] if live else None)
+        position = first.position if first is not None else locked.next_position
+        summary_tokens = tokens.count_message({"role": "user", "content": content}, locked.model)
+        tokens_before, messages_before = locked.live_tokens, locked.live_messages
+        summary = Message.objects.create(
+            session=locked,
+            position=position,
+            role=Message.Role.USER,
+            content=content,
+            token_count=summary_tokens,
+            is_summary=True,
+            covers_from_position=replaced[0].position if replaced else None,
+            covers_to_position=replaced[-1].position if replaced else None,
+            extra={KEY: item},
+        )
+        rows = Message.objects.filter(pk__in=[m.pk for m in replaced])
+        stats = rows.aggregate(n=Count("id"), tokens=Sum("token_count"))
+        rows.update(
+            active=False,
+            compressed=True,
+            archive_reason=Message.ArchiveReason.COMPRESSION,
+            archived_at=timezone.now(),
+            summarized_by=summary,
+        )
+        locked.live_messages = messages_before - (stats["n"] or 0) + 1
+        locked.live_tokens = tokens_before - (stats["tokens"] or 0) + summary_tokens
+        locked.total_messages += 1
+        locked.compressions += 1
+        locked.save(
+            update_fields=["live_messages", "live_tokens", "total_messages", "compressions"]
+        )
+        return CompressionEvent.objects.create(
+            session=locked,
+            trigger=CompressionEvent.Trigger.SERVER,
+            path=CompressionEvent.Path.OPENAI_SERVER,
+            outcome=CompressionEvent.Outcome.COMPRESSED,
+            reason=f"the OpenAI server compacted the context at its threshold {threshold:,}",
+            tokens_before=tokens_before,
+            tokens_after=locked.live_tokens,
+            messages_before=messages_before,
+            messages_after=locked.live_messages,
+            threshold_tokens=threshold,
+            rows_archived=stats["n"] or 0,
+            summary_message=summary,
+            summary_model="openai server",
+        )
