@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
+from uuid import UUID
 
 from acp import (
     PROTOCOL_VERSION,
@@ -92,6 +93,9 @@ class HermesAcpAgent:
         self.model = model
         self.system_prompt = system_prompt
         self._conn: Any = None
+        # One prompt at a time per session (turns must not interleave), each with its own
+        # cancel flag.
+        self._locks: dict[str, asyncio.Lock] = {}
         self._cancelled: dict[str, asyncio.Event] = {}
 
     def on_connect(self, conn: Any) -> None:
@@ -115,7 +119,6 @@ class HermesAcpAgent:
 
         session = await _in_thread(create)
         session_id = str(session.pk)
-        self._cancelled[session_id] = asyncio.Event()
         # The client learns the session id from this response; advertise commands right after.
         asyncio.get_running_loop().call_later(
             0.05, lambda: asyncio.ensure_future(self._advertise(session_id))
@@ -131,9 +134,15 @@ class HermesAcpAgent:
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
         if not text:
             raise RequestError.invalid_params({"prompt": "send at least one text block"})
-        cancelled = self._cancelled.setdefault(session_id, asyncio.Event())
-        cancelled.clear()
+        try:
+            UUID(session_id)
+        except (TypeError, ValueError):
+            raise RequestError.resource_not_found(session_id) from None
+        async with self._locks.setdefault(session_id, asyncio.Lock()):
+            cancelled = self._cancelled[session_id] = asyncio.Event()
+            return await self._turn(session_id, text, cancelled)
 
+    async def _turn(self, session_id: str, text: str, cancelled: asyncio.Event) -> PromptResponse:
         def turn() -> str:
             session = Session.objects.filter(pk=session_id, channel=self.channel).first()
             if session is None:

@@ -72,25 +72,28 @@ def record(
 ) -> str | None:
     """Update the anti-thrash state after one automatic compression *run* (all its passes
     together); returns the lock reason if this run locked automatic compression."""
-    if trigger in MANUAL or outcome not in DONE or not tokens_before or tokens_after is None:
+    if trigger in MANUAL or outcome not in DONE:
         return None
     config = get_config().compression
     now = timezone.now()
-    savings = 1 - tokens_after / tokens_before
+    # A Codex app-server compaction reports no token counts: its savings are unknown, so only
+    # the frequency guard applies to it.
+    known = bool(tokens_before) and tokens_after is not None
+    savings = 1 - tokens_after / tokens_before if known else None
     previous_lock = session.thrash_lock_until
     probe = previous_lock is not None and previous_lock <= now
-    if savings < config.anti_thrash_min_savings:
+    if known and savings < config.anti_thrash_min_savings:
         Session.objects.filter(pk=session.pk).update(ineffective_streak=F("ineffective_streak") + 1)
-    else:
+    elif known:
         Session.objects.filter(pk=session.pk).update(ineffective_streak=0, thrash_lock_until=None)
     session.refresh_from_db(fields=["ineffective_streak", "thrash_lock_until"])
     reason = None
-    if session.ineffective_streak >= config.anti_thrash_consecutive:
+    if known and session.ineffective_streak >= config.anti_thrash_consecutive:
         reason = (
             f"{session.ineffective_streak} compressions in a row saved under "
             f"{config.anti_thrash_min_savings:.0%}"
         )
-    elif not (probe and savings >= config.anti_thrash_min_savings):
+    elif not (probe and known and savings >= config.anti_thrash_min_savings):
         # Runs, not passes: each run's first event. A good probe after a lock is not re-locked
         # by the runs that caused that lock: count only runs since the last lock ended.
         window_start = now - timedelta(seconds=config.anti_thrash_window_seconds)

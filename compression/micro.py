@@ -123,9 +123,21 @@ def _fold(session: Session, config) -> MicroResult:
         protect_last_n=config.protect_last_n,
         min_tail_user_messages=config.min_tail_user_messages,
     )
-    previous = [m for m in selection.middle if m.is_summary]
+    # The rolling summary is the run of summaries the middle starts with; the turn to fold is the
+    # oldest one after it, before any later summary (a local compression's), so the new summary
+    # takes the rolling summary's place and the order of the live context never changes.
+    middle = selection.middle
+    lead = 0
+    while lead < len(middle) and middle[lead].is_summary:
+        lead += 1
+    previous = middle[:lead]
+    chat: list[Message] = []
+    for row in middle[lead:]:
+        if row.is_summary:
+            break
+        chat.append(row)
     covered_to = max((m.covers_to_position or m.position for m in previous), default=None)
-    group = _oldest_turn([m for m in selection.middle if not m.is_summary], covered_to)
+    group = _oldest_turn(chat, covered_to)
     if not group:
         return MicroResult(Outcome.SKIPPED, "no turn outside the protected tail to fold")
     group_tokens = sum(m.token_count for m in group)

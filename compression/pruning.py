@@ -4,7 +4,7 @@ no model call.
 
 Outside the tail (and the head), in this order:
 
-1. identical tool results: every older copy is replaced by a one-line reference to the newest;
+1. identical tool results: every later copy is replaced by a one-line reference to the first;
 2. large tool results (over ``proactive_prune_min_result_chars``): head and tail kept, the middle
    replaced by a marker saying how much was cut;
 3. long tool-call arguments: string values inside the JSON shortened the same way, so the
@@ -123,15 +123,17 @@ def _effective(row: Message) -> str:
 def plan(rows: list[Message], tail: list[Message], min_result_chars: int) -> dict[int, dict]:
     """Per row id, the pruned fields to set. Pure: reads the rows, changes nothing."""
     changes: dict[int, dict] = {}
-    newest: dict[str, Message] = {}
+    first: dict[str, Message] = {}
     middle_ids = {row.pk for row in rows}
-    for row in reversed(rows + tail):  # newest first: the newest copy is the one kept
+    # The oldest copy is kept and later ones point back at it: a rollback removes the newest rows
+    # first, so a reference can never outlive the row it names.
+    for row in rows + tail:
         if row.role != Message.Role.TOOL or row.content is None:
             continue
         if len(row.content) < DEDUP_MIN_CHARS:
             continue
         digest = hashlib.sha256(row.content.encode()).hexdigest()
-        kept = newest.setdefault(digest, row)
+        kept = first.setdefault(digest, row)
         if kept is not row and row.pk in middle_ids and row.pruned_content is None:
             changes[row.pk] = {
                 "pruned_content": (

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from sessions_app.models import Message
 
+SERVER_COMPACTION = "openai_compaction"  # compression.server_compaction.KEY
+
 
 @dataclass
 class Selection:
@@ -65,6 +67,11 @@ def select(
         head_end += 1
         taken += 1
     head_end = _align_head_end(rows, head_end)
+    # An OpenAI server compaction item stands for everything before it and cannot be summarised
+    # (it is encrypted): it and what precedes it stay in the head.
+    anchors = [i for i, m in enumerate(rows) if m.extra and SERVER_COMPACTION in m.extra]
+    if anchors and anchors[-1] >= head_end:
+        head_end = _align_head_end(rows, anchors[-1] + 1)
 
     tail_start = max(head_end, len(rows) - protect_last_n)
     users = sum(1 for m in rows[tail_start:] if _is_real_user(m))

@@ -22,10 +22,11 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from compression.models import CompressionEvent
+from compression.selection import SERVER_COMPACTION
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 
-KEY = "openai_compaction"
+KEY = SERVER_COMPACTION
 PLACEHOLDER = (
     "[The conversation before this point was compacted by the OpenAI server; the model receives "
     "it as an encrypted compaction item. The original messages are archived and searchable.]"
@@ -54,6 +55,8 @@ def to_responses_input(messages: list[dict[str, Any]]) -> tuple[str | None, list
                 }
             )
             continue
+        if isinstance(content, list):
+            content = _parts(content, role)
         if content:
             items.append({"role": role, "content": content})
         for call in message.get("tool_calls") or ():
@@ -67,6 +70,24 @@ def to_responses_input(messages: list[dict[str, Any]]) -> tuple[str | None, list
                 }
             )
     return ("\n\n".join(instructions) or None), items
+
+
+def _parts(parts: list[Any], role: str | None) -> list[dict[str, Any]]:
+    """Chat-completions content parts -> Responses content parts."""
+    text_type = "output_text" if role == "assistant" else "input_text"
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "image_url" and role != "assistant":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if isinstance(url, str):
+                out.append({"type": "input_image", "image_url": url})
+        elif isinstance(part.get("text"), str):
+            out.append({"type": text_type, "text": part["text"]})
+    return out
 
 
 def parse_output(output: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -102,14 +123,17 @@ def parse_output(output: list[Any]) -> tuple[dict[str, Any], dict[str, Any] | No
     return reply, compaction
 
 
-def store_compaction(session: Session, item: dict[str, Any], threshold: int) -> CompressionEvent:
-    """The server compacted everything before its reply: keep its item as the live context's
-    summary and archive what it replaced (the system prompt stays)."""
+def store_compaction(
+    session: Session, item: dict[str, Any], threshold: int, sent: list[int]
+) -> CompressionEvent:
+    """The server compacted what it was sent (``sent``: those rows' ids): keep its item as the
+    live context's summary and archive what it replaced -- the system prompt stays, and rows
+    stored while the model was answering were not in the compaction and stay live."""
     content = PLACEHOLDER
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         live = list(
-            Message.objects.filter(session=locked, active=True).order_by(
+            Message.objects.filter(session=locked, active=True, pk__in=sent).order_by(
                 "position", "-is_summary", "id"
             )
         )

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from compression import guards, micro, pruning
+from compression import codex, guards, micro, pruning
 from compression.engine import AlreadyRunning, CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
@@ -154,6 +154,12 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
         trigger, tokens = Trigger.THRESHOLD_POST, int(prompt) + int(completion)
     else:
         trigger, tokens = Trigger.THRESHOLD_PRE, session.live_tokens
+        if codex.thread_id(session) is not None:
+            # A Codex compaction leaves our rows as they are, so our estimate never drops: only
+            # the usage the gateway reports says how big the thread is.
+            reason = "a Codex session is measured by the usage its gateway reports; none was sent"
+            _record(session, trigger, Outcome.SKIPPED, reason, tokens=tokens)
+            return [Decision(trigger, "skip", reason)]
     decision = decide(session, trigger, tokens)
     if decision.action == "compress":
         enqueue(session, trigger)
@@ -188,6 +194,8 @@ def hygiene_needed(session: Session) -> str | None:
     agent, or None. Reads only the session's counters and the threshold (O(1): no message scan,
     no network), so it works with the model down and costs the same at any session size."""
     config = get_config().compression
+    if codex.thread_id(session) is not None:
+        return None  # the model's context is the Codex thread, not our rows
     if session.live_messages >= config.hygiene_hard_message_limit:
         return (
             f"{session.live_messages:,} live messages at or over the hard limit "

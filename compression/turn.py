@@ -31,6 +31,7 @@ from hermes_site.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import ServiceError, append_messages, live_context
+from sessions_app.services.context import live_rows
 from sessions_app.services.validation import normalize_message, validate_message
 
 Trigger = CompressionEvent.Trigger
@@ -206,9 +207,14 @@ def run_turn(
         try:
             if server_side:
                 threshold = server_compact_threshold(session)
-                reply, usage, compacted = call_responses(chat, live_context(session), threshold)
+                rows = live_rows(session)
+                reply, usage, compacted = call_responses(
+                    chat, [row.as_openai() for row in rows], threshold
+                )
                 if compacted is not None:
-                    event = server_compaction.store_compaction(session, compacted, threshold)
+                    event = server_compaction.store_compaction(
+                        session, compacted, threshold, [row.pk for row in rows]
+                    )
                     result.decisions.append(Decision(Trigger.SERVER, "compressed", event.reason))
                     session.refresh_from_db()
             else:

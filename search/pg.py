@@ -77,7 +77,7 @@ FUNCTIONS = [
     """
     CREATE OR REPLACE FUNCTION hermes_search_text(content text, tool_calls jsonb)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT concat_ws(E'\\n', nullif(content, ''), hermes_tool_text(tool_calls))
+      SELECT concat_ws(E'\\n', nullif(content, ''), %(s)s.hermes_tool_text(tool_calls))
     $$
     """,
     # unicode61 with remove_diacritics: lower case, accents off. unaccent is only STABLE (its
@@ -85,7 +85,7 @@ FUNCTIONS = [
     """
     CREATE OR REPLACE FUNCTION hermes_fold(t text)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-      SELECT lower(public.unaccent('public.unaccent'::regdictionary, left(t, %(cap)s)))
+      SELECT lower(%(u)s.unaccent('%(u)s.unaccent'::regdictionary, left(t, %(cap)s)))
     $$
     """,
     # Letters and digits only, space-separated, CJK runs apart from Latin: what the default
@@ -93,7 +93,7 @@ FUNCTIONS = [
     """
     CREATE OR REPLACE FUNCTION hermes_words(t text)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
-      SELECT regexp_replace(regexp_replace(hermes_fold(t), '([%(cjk)s]+)', ' \\1 ', 'g'),
+      SELECT regexp_replace(regexp_replace(%(s)s.hermes_fold(t), '([%(cjk)s]+)', ' \\1 ', 'g'),
                             '[^[:alnum:]]+', ' ', 'g')
     $$
     """,
@@ -107,9 +107,10 @@ FUNCTIONS = [
     CREATE OR REPLACE FUNCTION hermes_bigrams(t text)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT AS $$
       SELECT coalesce(regexp_replace(string_agg(
-               CASE WHEN part[1] ~ '^[%(cjk)s]' THEN hermes_bigram_run(part[1]) ELSE part[1] END,
+               CASE WHEN part[1] ~ '^[%(cjk)s]' THEN %(s)s.hermes_bigram_run(part[1])
+                    ELSE part[1] END,
                ' ' ORDER BY n), '[^[:alnum:]]+', ' ', 'g'), '')
-      FROM regexp_matches(hermes_fold(t), '[%(cjk)s]+|[^%(cjk)s]+', 'g')
+      FROM regexp_matches(%(s)s.hermes_fold(t), '[%(cjk)s]+|[^%(cjk)s]+', 'g')
            WITH ORDINALITY AS x(part, n)
     $$
     """,
@@ -141,11 +142,26 @@ def substring_match(alias: str = "m") -> str:
     return f"({alias}.content ILIKE %s OR hermes_tool_text({alias}.tool_calls) ILIKE %s)"
 
 
-def create_statements() -> Iterator[str]:
+def _schemas(cursor) -> dict[str, str]:
+    """Where the functions go and where unaccent lives. Calls inside the function bodies are
+    schema-qualified: pg_restore runs with an empty search_path, and the generated columns call
+    these functions while a dump is restored."""
+    cursor.execute("SELECT current_schema()")
+    schema = cursor.fetchone()[0]
+    cursor.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'unaccent'"
+    )
+    unaccent = cursor.fetchone()[0]
+    return {"s": f'"{schema}"', "u": f'"{unaccent}"'}
+
+
+def create_statements(cursor) -> Iterator[str]:
     yield "CREATE EXTENSION IF NOT EXISTS pg_trgm"
     yield "CREATE EXTENSION IF NOT EXISTS unaccent"
+    where = _schemas(cursor)
     for statement in FUNCTIONS:
-        yield statement % {"cap": TSVECTOR_CHARS, "cjk": CJK}
+        yield statement % {"cap": TSVECTOR_CHARS, "cjk": CJK, **where}
     for index, column in COLUMNS.items():
         yield (
             f"ALTER TABLE {MESSAGE_TABLE} ADD COLUMN IF NOT EXISTS {column} tsvector "
@@ -178,7 +194,7 @@ def drop_statements() -> Iterator[str]:
 
 
 def install(cursor) -> None:
-    for statement in create_statements():
+    for statement in create_statements(cursor):
         cursor.execute(statement)
 
 

@@ -155,3 +155,35 @@ def test_a_prompt_without_a_chat_model_is_an_error_the_editor_can_show(tmp_path)
         missing_model, unknown = _serve(env, script)
     assert "No chat model is configured" in json.dumps(missing_model.data)
     assert unknown is not None
+
+
+def test_cancel_answers_cancelled_and_prompts_of_a_session_take_turns(tmp_path):
+    with FakeModelServer() as chat:
+        chat.script.default = Reply("Slow answer.", delay=1.0)
+        sections = f"model:\n  default: gpt-4o\n  base_url: {chat.base_url}\n"
+
+        async def script(conn, editor: Editor):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            sid = session.session_id
+            first = asyncio.create_task(conn.prompt(session_id=sid, prompt=[acp.text_block("one")]))
+            await asyncio.sleep(0.3)
+            second = asyncio.create_task(
+                conn.prompt(session_id=sid, prompt=[acp.text_block("two")])
+            )
+            await asyncio.sleep(0.1)
+            await conn.cancel(session_id=sid)  # the running prompt: the first
+            return (await first).stop_reason, (await second).stop_reason, editor.text
+
+        with isolated_env(tmp_path, sections=sections) as env:
+            first, second, text = _serve(env, script)
+    assert (first, second) == ("cancelled", "end_turn")
+    assert text == ["Slow answer."]  # only the second prompt's reply is streamed
+    # the turns did not interleave: the second call saw the first turn complete
+    sent = [m["content"] for m in chat.requests[-1].body["messages"] if m["role"] == "user"]
+    assert sent == ["one", "two"]
+    assert [m["role"] for m in chat.requests[-1].body["messages"]][-3:] == [
+        "user",
+        "assistant",
+        "user",
+    ]

@@ -45,11 +45,12 @@ def open_codex(gateway, thread: str = "thr_42") -> str:
     return body["id"]
 
 
-def append_over_threshold(gateway, sid: str, capture) -> list[dict]:
+def append_over_threshold(gateway, sid: str, capture, n: int = 0) -> list[dict]:
+    """A turn with the usage the gateway reports: over the session's threshold (6,963)."""
     with capture(execute=True):
         response = gateway.post(
             f"/sessions/{sid}/messages",
-            {"messages": [m for n in range(40) for m in turn(n, size=400)]},
+            {"messages": turn(n), "usage": {"prompt_tokens": 7_500, "completion_tokens": 20}},
         )
     assert response.status_code == 201, response.content
     return response.json()["decisions"]
@@ -72,7 +73,7 @@ def test_managed_mode_asks_the_app_server_to_compact_the_thread(
     assert all("jsonrpc" not in m for m in sent)
     assert sent[3]["params"] == {"threadId": "thr_42"}
     event = CompressionEvent.objects.get(session_id=sid, outcome="compressed")
-    assert (event.path, event.trigger) == ("codex_managed", "threshold_pre")
+    assert (event.path, event.trigger) == ("codex_managed", "threshold_post")
     assert "compacted thread thr_42" in event.reason
     # our transcript is untouched: Codex owns the context, we keep every row live and searchable
     assert not Message.objects.filter(session_id=sid, is_summary=True).exists()
@@ -168,3 +169,25 @@ def test_notifications_for_a_session_without_a_codex_thread_are_refused(gateway)
     )
     assert response.status_code == 409
     assert "codex_thread_id" in response.json()["detail"]
+
+
+def test_a_managed_session_is_not_compacted_on_every_append(
+    gateway, hermes_config, app_server, django_capture_on_commit_callbacks
+):
+    """A Codex compaction leaves our rows as they are: without reported usage nothing fires, and
+    usage that stays high runs into the frequency guard instead of a compaction per message."""
+    config = codex(hermes_config, "managed")
+    sid = open_codex(gateway)
+    with django_capture_on_commit_callbacks(execute=True):
+        quiet = gateway.post(
+            f"/sessions/{sid}/messages",
+            {"messages": [m for n in range(40) for m in turn(n, size=400)]},
+        ).json()["decisions"][0]
+    assert quiet["action"] == "skip" and "usage its gateway reports" in quiet["reason"]
+    actions = [
+        append_over_threshold(gateway, sid, django_capture_on_commit_callbacks, n)[0]["action"]
+        for n in range(40, 48)
+    ]
+    done = CompressionEvent.objects.filter(session_id=sid, outcome="compressed").count()
+    assert done == config.compression.anti_thrash_max_compressions + 1
+    assert "locked" in actions and Session.objects.get(pk=sid).thrash_lock_until is not None

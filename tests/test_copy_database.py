@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import ROOT, _admin_connection, isolated_env
+from tests.processes import ROOT, _admin_connection, isolated_env, on_postgres
 
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
 
@@ -57,6 +58,11 @@ state = {
     "found": found,
     "event_summary": event.summary_message_id,
     "permission": [perm.codename, perm.content_type.app_label],
+    "times": [
+        [str(t) for t in Message.objects.order_by("pk").values_list("created_at", flat=True)],
+        [str(t) for t in Session.objects.values_list("created_at", "last_activity_at").get()],
+        str(event.created_at),
+    ],
 }
 if len(__import__("sys").argv) > 1:  # and then write: the copy must take new rows
     services.append_messages(Session.objects.get(), [{"role": "user", "content": "after"}])
@@ -122,3 +128,32 @@ def test_copying_refuses_a_url_that_is_not_a_database(tmp_path: Path):
         )
     assert result.returncode != 0
     assert "is not a database URL" in result.stderr
+
+
+def test_a_postgresql_dump_restores_into_a_working_database(tmp_path: Path):
+    """The documented backup (pg_dump / pg_restore) brings back every row and the search indexes
+    (the generated columns call our functions while the dump is restored)."""
+    if not on_postgres():
+        pytest.skip("PostgreSQL only: runs in the PostgreSQL pass of ./bin/test")
+    if not shutil.which("pg_dump") or not shutil.which("pg_restore"):
+        pytest.skip("pg_dump / pg_restore are not installed (Debian: postgresql-client)")
+    name = f"hermes_restore_{uuid.uuid4().hex[:10]}"
+    with isolated_env(tmp_path) as env:
+        _run([sys.executable, "-c", POPULATE], env)
+        before = _describe(env)
+        source = env["HERMES_DATABASE_URL"]
+        dump = tmp_path / "hermes.dump"
+        _run(["pg_dump", "-Fc", "-f", str(dump), "--dbname", source], env)
+        with _admin_connection(POSTGRES) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            target = source.rsplit("/", 1)[0] + f"/{name}"
+            _run(
+                ["pg_restore", "--exit-on-error", "--no-owner", "--dbname", target, str(dump)], env
+            )
+            after = _describe({**env, "HERMES_DATABASE_URL": target}, write=True)
+        finally:
+            with _admin_connection(POSTGRES) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    after.pop("new_id")
+    assert after == before and before["found"]

@@ -180,3 +180,24 @@ def test_a_failed_archive_step_shows_originals_and_summary_until_a_full_compress
     assert sum(m.is_summary for m in after) == 1
     assert not Message.objects.filter(pk__in=[m.pk for m in covered], active=True).exists()
     assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_a_fold_never_reorders_the_context_around_a_later_local_summary(
+    gateway, micro_on, model_server, django_capture_on_commit_callbacks
+):
+    micro_on(micro_compact=False)
+    sid = gateway.open(system_prompt="sys")["id"]
+    take_turns(gateway, sid, range(10), django_capture_on_commit_callbacks)
+    micro_on()
+    assert micro.micro_compact(Session.objects.get(pk=sid)).outcome == "compressed"
+    later = Message.objects.get(session_id=sid, content__startswith="Question 6:")
+    compress(Session.objects.get(pk=sid), around_position=later.position)
+    summaries = [m for m in live(sid) if m.is_summary]
+    assert len(summaries) == 2, "the rolling summary and a local one further on"
+    result = micro.micro_compact(Session.objects.get(pk=sid))
+    assert result.outcome == "compressed"
+    rows = live(sid)
+    assert [m.position for m in rows] == sorted(m.position for m in rows)
+    assert result.summary.position == summaries[0].position
+    assert Message.objects.get(pk=summaries[1].pk).active, "the local summary is left alone"
+    assert_consistent(Session.objects.get(pk=sid))

@@ -91,10 +91,11 @@ def test_a_guarded_session_over_the_threshold_gets_its_tool_output_pruned(
     assert "cooldown" in decision["reason"] and "proactive pruning queued" in decision["reason"]
 
     after = rows(sid)
-    # 1. the older identical result points at the newest copy
-    assert after["call_1"].pruned_content.startswith("[identical to the tool result at #")
-    assert "call_3" in after["call_1"].pruned_content
-    assert after["call_3"].pruned_content is None
+    # 1. a later identical result points back at the first copy (a rollback, which removes the
+    #    newest rows first, can never leave a reference to a row it removed)
+    assert after["call_3"].pruned_content.startswith("[identical to the tool result at #")
+    assert "call_1" in after["call_3"].pruned_content
+    assert after["call_1"].pruned_content is None
     # 2. the large result keeps its head and tail around a marker
     trimmed = after["call_2"].pruned_content
     assert trimmed.startswith("line 0:") and trimmed.rstrip().endswith("in 17 ms")

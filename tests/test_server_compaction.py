@@ -141,3 +141,61 @@ def test_tool_calls_and_results_become_function_items():
         {"type": "function_call_output", "call_id": "c1", "output": "a.py b.py"},
         {"role": "assistant", "content": "Two files."},
     ]
+
+
+def test_content_parts_become_responses_parts():
+    _, items = to_responses_input(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "what is in this picture?"},
+                    {"type": "image_url", "image_url": {"url": "https://example.org/cat.png"}},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+        ]
+    )
+    assert items == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "what is in this picture?"},
+                {"type": "input_image", "image_url": "https://example.org/cat.png"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "output_text", "text": "A cat."}]},
+    ]
+
+
+def test_rows_stored_while_the_model_answered_are_not_archived_by_its_compaction(
+    gateway, server_side
+):
+    from compression.server_compaction import store_compaction
+
+    sid = gateway.open(model="gpt-5.1", system_prompt="sys")["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "sent"}]})
+    sent = list(Message.objects.filter(session_id=sid).values_list("pk", flat=True))
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "late"}]})
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "x"}
+    store_compaction(Session.objects.get(pk=sid), item, 100_000, sent)
+    live = {m.content: m for m in Message.objects.filter(session_id=sid, active=True)}
+    assert "late" in live and "sent" not in live and "sys" in live
+    assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_our_own_compression_keeps_the_servers_compaction_item(gateway, server_side, model):
+    sid = gateway.open(model="gpt-5.1", system_prompt="sys")["id"]
+    say(gateway, sid, "first")
+    model.then(Reply("Compacted.", compaction="enc-blob-2"))
+    say(gateway, sid, "second")
+    for n in range(12):
+        say(gateway, sid, f"later step {n}")
+    response = gateway.post(f"/sessions/{sid}/compress", {"wait": True})
+    assert response.json()["outcome"] in ("compressed", "fallback")
+    anchor = Message.objects.get(session_id=sid, extra__openai_compaction__id__isnull=False)
+    assert anchor.active, "the encrypted item cannot be summarised: it stays in the head"
+    say(gateway, sid, "after our compression")
+    sent = model.requests[-1].body["input"]
+    assert sent[0]["encrypted_content"] == "enc-blob-2"
+    assert any("summary" in str(item.get("content", "")).lower() for item in sent[1:3])

@@ -10,7 +10,8 @@ in again) and tasks still waiting in the ORM broker's queue (let the workers dra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import dj_database_url
 from django.apps import apps
@@ -30,6 +31,23 @@ SKIPPED = {
     "django_q.ormq",  # queued tasks: drain the queue before moving
 }
 UNIQUE_BY_NAME = {"django_q.schedule"}  # the target's migrations created some already
+
+
+@contextmanager
+def _keeping_timestamps(plan: list[type[models.Model]]) -> Iterator[None]:
+    """``auto_now`` / ``auto_now_add`` would stamp every copied row with the time of the copy;
+    the guards (cooldown, anti-thrash windows, idle sweep) and the timeline need the originals."""
+    changed = []
+    for model in plan:
+        for field in model._meta.concrete_fields:
+            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+                changed.append((field, field.auto_now, field.auto_now_add))
+                field.auto_now = field.auto_now_add = False
+    try:
+        yield
+    finally:
+        for field, auto_now, auto_now_add in changed:
+            field.auto_now, field.auto_now_add = auto_now, auto_now_add
 
 
 def _models() -> list[type[models.Model]]:
@@ -80,6 +98,7 @@ class Command(BaseCommand):
             del connections.settings[TARGET]
 
     def _copy(self, batch: int) -> None:
+        self.skipped: dict[str, int] = {}
         source, target = connections["default"], connections[TARGET]
         if source.settings_dict["NAME"] == target.settings_dict["NAME"] and (
             source.vendor == target.vendor
@@ -100,9 +119,10 @@ class Command(BaseCommand):
             )
         remap = self._remaps()
         totals = []
-        for model in plan:
-            copied = self._copy_table(model, batch, remap)
-            totals.append((model, copied))
+        with _keeping_timestamps(plan):
+            for model in plan:
+                copied = self._copy_table(model, batch, remap)
+                totals.append((model, copied))
         self._reset_sequences([m for m, _ in totals])
         self._verify(totals)
 
@@ -120,6 +140,13 @@ class Command(BaseCommand):
             p.pk: target_perms.get((types.get(p.content_type_id), p.codename))
             for p in Permission.objects.using("default")
         }
+        stale = [pk for pk, mapped in perms.items() if mapped is None]
+        if stale:
+            names = Permission.objects.filter(pk__in=stale).values_list("codename", flat=True)
+            self.stderr.write(
+                f"Not copied: grants of {len(stale)} permission(s) the target does not define "
+                f"(models no longer installed): {', '.join(sorted(names))}"
+            )
         return {ContentType: types, Permission: perms}
 
     def _copy_table(self, model: type[models.Model], batch: int, remap: dict) -> int:
@@ -136,6 +163,7 @@ class Command(BaseCommand):
         query = model._default_manager.using("default").order_by("pk")
         total = query.count()
         copied = 0
+        skipped = 0
         last = None
         with (
             tqdm(total=total, unit="row", desc=meta.label, file=self.stderr) as bar,
@@ -149,10 +177,15 @@ class Command(BaseCommand):
                 last = rows[-1].pk
                 out = []
                 for row in rows:
+                    dangling = False
                     for attname, lookup in mapped:
                         value = getattr(row, attname)
                         if value is not None:
                             setattr(row, attname, lookup(value))
+                            dangling = dangling or getattr(row, attname) is None
+                    if dangling:  # a grant of a permission the target does not have
+                        skipped += 1
+                        continue
                     if existing and getattr(row, "name", None) in existing:
                         continue
                     row._state.db = TARGET
@@ -160,6 +193,7 @@ class Command(BaseCommand):
                 model._default_manager.using(TARGET).bulk_create(out, batch_size=batch)
                 copied += len(out)
                 bar.update(len(rows))
+        self.skipped[meta.label] = skipped
         return copied
 
     def _reset_sequences(self, copied: Iterable[type[models.Model]]) -> None:
@@ -175,10 +209,11 @@ class Command(BaseCommand):
         for model, copied in totals:
             source = model._default_manager.using("default").count()
             target = model._default_manager.using(TARGET).count()
+            skipped = self.skipped.get(model._meta.label, 0)
             if model._meta.label_lower in UNIQUE_BY_NAME:
                 ok = target >= source
             else:
-                ok = source == target == copied
+                ok = source - skipped == target == copied
             self.stdout.write(
                 f"{model._meta.label:<36} {source:>10,} {target:>10,} {'' if ok else 'MISMATCH'}"
             )
