@@ -14,10 +14,13 @@ A manual compression (API, CLI, console, ``/compress``) always asks the app serv
 not changed by a Codex compaction -- they remain the searchable transcript.
 
 The app server speaks JSON-RPC 2.0 without the ``"jsonrpc"`` field, one JSON object per line on
-stdio: ``initialize`` then the ``initialized`` notification, ``thread/resume {threadId}`` (the
-thread is loaded from Codex's own storage), ``thread/compact/start {threadId}`` which answers
-``{}`` at once, then ``item/started`` / ``item/completed`` notifications carrying a
-``{"type": "contextCompaction"}`` item (older servers also send ``thread/compacted``).
+stdio (``codex_app_server_command`` is started for each compaction) or one per WebSocket text frame
+(``codex_app_server_url``: the app server a gateway already runs with ``--listen ws://…``, so the
+compaction happens in the very process that has the thread loaded): ``initialize`` then the
+``initialized`` notification, ``thread/resume {threadId}`` (the thread is loaded from Codex's own
+storage), ``thread/compact/start {threadId}`` which answers ``{}`` at once, then ``item/started`` /
+``item/completed`` notifications carrying a ``{"type": "contextCompaction"}`` item (older servers
+also send ``thread/compacted``).
 """
 
 from __future__ import annotations
@@ -64,11 +67,10 @@ def automatic_block(session: Session) -> str | None:
     return None
 
 
-class AppServer:
-    """A ``codex app-server`` process driven over stdio."""
+class _Stdio:
+    """Starts ``codex app-server`` and speaks to it over its stdin and stdout."""
 
-    def __init__(self, command: tuple[str, ...], timeout: float) -> None:
-        self.deadline = time.monotonic() + timeout
+    def __init__(self, command: tuple[str, ...], lines: queue.Queue) -> None:
         try:
             self.process = subprocess.Popen(  # noqa: S603 - the operator's configured command
                 list(command),
@@ -83,22 +85,85 @@ class AppServer:
             raise CodexError(
                 f"cannot start the Codex app server ({' '.join(command)}): {exc.strerror or exc}"
             ) from None
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.notifications: list[dict[str, Any]] = []
-        self._next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
 
-    def _read(self) -> None:
+    def _read(self, lines: queue.Queue) -> None:
         for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
+            lines.put(line)
+        lines.put(None)
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def send(self, text: str) -> None:
         try:
-            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.write(text + "\n")
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise CodexError("the Codex app server closed its input") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+class _WebSocket:
+    """Connects to an app server started with ``--listen ws://…`` -- the same process a gateway
+    drives, so a compaction is seen by the thread it has loaded."""
+
+    def __init__(self, url: str, timeout: float, lines: queue.Queue) -> None:
+        from websockets.exceptions import WebSocketException
+        from websockets.sync.client import connect
+
+        self._errors = (OSError, WebSocketException)
+        self._stack = contextlib.ExitStack()
+        try:
+            self.socket = self._stack.enter_context(
+                connect(url, open_timeout=min(timeout, 30), max_size=64 * 2**20)
+            )
+        except (*self._errors, TimeoutError) as exc:
+            raise CodexError(f"cannot connect to the Codex app server at {url}: {exc}") from None
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+
+    def _read(self, lines: queue.Queue) -> None:
+        try:
+            for frame in self.socket:
+                lines.put(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
+        except self._errors:
+            pass
+        lines.put(None)
+
+    def send(self, text: str) -> None:
+        try:
+            self.socket.send(text)
+        except self._errors:
+            raise CodexError("the connection to the Codex app server closed") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(*self._errors):
+            self._stack.close()
+
+
+class AppServer:
+    """A JSON-RPC client of the Codex app server: over WebSocket when
+    ``codex_app_server_url`` is set, else over the stdio of ``codex_app_server_command``."""
+
+    def __init__(self, config) -> None:
+        self.deadline = time.monotonic() + config.codex_app_server_timeout_seconds
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.notifications: list[dict[str, Any]] = []
+        self._next_id = 0
+        if config.codex_app_server_url:
+            self.transport = _WebSocket(
+                config.codex_app_server_url, config.codex_app_server_timeout_seconds, self.lines
+            )
+        else:
+            self.transport = _Stdio(config.codex_app_server_command, self.lines)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.transport.send(json.dumps(message))
 
     def _next(self) -> dict[str, Any]:
         remaining = self.deadline - time.monotonic()
@@ -150,13 +215,7 @@ class AppServer:
                 return message
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
+        self.transport.close()
 
 
 def is_compaction(message: dict[str, Any]) -> bool:
@@ -182,7 +241,7 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
     started = time.monotonic()
     server = None
     try:
-        server = AppServer(config.codex_app_server_command, config.codex_app_server_timeout_seconds)
+        server = AppServer(config)
         server.request("initialize", {"clientInfo": CLIENT_INFO})
         server.notify("initialized")
         server.request("thread/resume", {"threadId": thread})

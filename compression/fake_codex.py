@@ -1,7 +1,9 @@
-"""A loopback stand-in for ``codex app-server``, speaking its stdio protocol (JSON-RPC 2.0 without
-the ``"jsonrpc"`` field, one JSON object per line), for tests and demos::
+"""A loopback stand-in for ``codex app-server``, speaking its protocol (JSON-RPC 2.0 without the
+``"jsonrpc"`` field) over stdio (one JSON object per line) or WebSocket (one per text frame), for
+tests and demos::
 
-    python -m compression.fake_codex
+    python -m compression.fake_codex                       # stdio
+    python -m compression.fake_codex --listen 127.0.0.1:8390  # ws://127.0.0.1:8390
 
 Environment: ``FAKE_CODEX_LOG`` (a file each received message is appended to, as a JSON line),
 ``FAKE_CODEX_MODE``: ``ok`` (default: compaction completes with a ``contextCompaction`` item),
@@ -11,104 +13,118 @@ found``), ``silent`` (answers ``{}`` but never reports the compaction).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 NOT_INITIALIZED = -32002
 
 
-def _send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"id": request_id, "error": {"code": code, "message": message}}
 
 
-def _log(message: dict[str, Any]) -> None:
-    path = os.environ.get("FAKE_CODEX_LOG")
-    if path:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(message) + "\n")
+class FakeCodex:
+    """One connection's protocol state: what to answer to each message received."""
 
+    def __init__(self, mode: str | None = None) -> None:
+        self.mode = mode or os.environ.get("FAKE_CODEX_MODE", "ok")
+        self.initialized = False
 
-def _compact(request_id: Any, thread: str, mode: str) -> None:
-    if mode == "error" or not thread.startswith("thr_"):
-        _send(
-            {"id": request_id, "error": {"code": -32600, "message": f"thread not found: {thread}"}}
-        )
-        return
-    _send({"id": request_id, "result": {}})
-    if mode == "silent":
-        return
-    turn = f"turn_{uuid.uuid4().hex[:8]}"
-    item = {"type": "contextCompaction", "id": str(uuid.uuid4())}
-    _send(
-        {
-            "method": "turn/started",
-            "params": {
-                "threadId": thread,
-                "turn": {"id": turn, "status": "inProgress", "items": []},
-            },
-        }
-    )
-    _send({"method": "item/started", "params": {"threadId": thread, "turnId": turn, "item": item}})
-    if mode == "legacy":
-        _send({"method": "thread/compacted", "params": {"threadId": thread, "turnId": turn}})
-    else:
-        _send(
-            {
-                "method": "item/completed",
-                "params": {"threadId": thread, "turnId": turn, "item": item},
-            }
-        )
-    _send(
-        {
-            "method": "turn/completed",
-            "params": {
-                "threadId": thread,
-                "turn": {"id": turn, "status": "completed", "items": []},
-            },
-        }
-    )
-
-
-def main() -> None:
-    mode = os.environ.get("FAKE_CODEX_MODE", "ok")
-    initialized = False
-    for line in sys.stdin:
-        message = json.loads(line)
-        _log(message)
+    def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        path = os.environ.get("FAKE_CODEX_LOG")
+        if path:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(message) + "\n")
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") or {}
         if request_id is None:  # a notification ("initialized")
-            continue
+            return []
         if method == "initialize":
-            initialized = True
-            _send(
-                {"id": request_id, "result": {"userAgent": "fake-codex/0.1", "platformOs": "linux"}}
-            )
-        elif not initialized:
-            _send(
-                {"id": request_id, "error": {"code": NOT_INITIALIZED, "message": "Not initialized"}}
-            )
-        elif method == "thread/resume":
-            thread = params.get("threadId", "")
+            self.initialized = True
+            return [{"id": request_id, "result": {"userAgent": "fake-codex/0.1"}}]
+        if not self.initialized:
+            return [_error(request_id, NOT_INITIALIZED, "Not initialized")]
+        thread = params.get("threadId", "")
+        if method == "thread/resume":
             if thread.startswith("thr_"):
-                _send({"id": request_id, "result": {"thread": {"id": thread, "preview": ""}}})
-            else:
-                _send(
-                    {
-                        "id": request_id,
-                        "error": {"code": -32600, "message": f"thread not found: {thread}"},
-                    }
-                )
-        elif method == "thread/compact/start":
-            _compact(request_id, params.get("threadId", ""), mode)
-        else:
-            _send(
-                {"id": request_id, "error": {"code": -32601, "message": f"unknown method {method}"}}
+                return [{"id": request_id, "result": {"thread": {"id": thread, "preview": ""}}}]
+            return [_error(request_id, -32600, f"thread not found: {thread}")]
+        if method == "thread/compact/start":
+            return self._compact(request_id, thread)
+        return [_error(request_id, -32601, f"unknown method {method}")]
+
+    def _compact(self, request_id: Any, thread: str) -> list[dict[str, Any]]:
+        if self.mode == "error" or not thread.startswith("thr_"):
+            return [_error(request_id, -32600, f"thread not found: {thread}")]
+        out: list[dict[str, Any]] = [{"id": request_id, "result": {}}]
+        if self.mode == "silent":
+            return out
+        turn = f"turn_{uuid.uuid4().hex[:8]}"
+        item = {"type": "contextCompaction", "id": str(uuid.uuid4())}
+        started = {"id": turn, "status": "inProgress", "items": []}
+        out.append({"method": "turn/started", "params": {"threadId": thread, "turn": started}})
+        out.append(
+            {"method": "item/started", "params": {"threadId": thread, "turnId": turn, "item": item}}
+        )
+        if self.mode == "legacy":
+            out.append(
+                {"method": "thread/compacted", "params": {"threadId": thread, "turnId": turn}}
             )
+        else:
+            params = {"threadId": thread, "turnId": turn, "item": item}
+            out.append({"method": "item/completed", "params": params})
+        done = {"id": turn, "status": "completed", "items": []}
+        out.append({"method": "turn/completed", "params": {"threadId": thread, "turn": done}})
+        return out
+
+
+def serve_stdio() -> None:
+    codex = FakeCodex()
+    for line in sys.stdin:
+        for message in codex.handle(json.loads(line)):
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
+
+
+@contextmanager
+def websocket_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve the protocol over WebSocket in a thread; yields its ``ws://`` URL."""
+    from websockets.sync.server import serve
+
+    def connection(websocket) -> None:
+        codex = FakeCodex()
+        for frame in websocket:
+            for message in codex.handle(json.loads(frame)):
+                websocket.send(json.dumps(message))
+
+    with serve(connection, host, port) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        bound_host, bound_port = server.socket.getsockname()[:2]
+        try:
+            yield f"ws://{bound_host}:{bound_port}"
+        finally:
+            server.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listen", help="HOST:PORT to serve WebSocket on (default: stdio)")
+    args = parser.parse_args()
+    if not args.listen:
+        serve_stdio()
+        return
+    host, _, port = args.listen.rpartition(":")
+    with websocket_server(host or "127.0.0.1", int(port)) as url:
+        print(f"fake Codex app server on {url}", file=sys.stderr)
+        threading.Event().wait()
 
 
 if __name__ == "__main__":

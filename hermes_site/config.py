@@ -134,6 +134,8 @@ class CompressionConfig(_Block):
     codex_app_server_auto: Literal["native", "managed", "off"] = "native"
     # How to reach the app server for "managed" (its stdio JSON-RPC protocol).
     codex_app_server_command: tuple[str, ...] = ("codex", "app-server")
+    # ...or, when set, the app server a gateway already runs with --listen ws://HOST:PORT.
+    codex_app_server_url: str = ""
     codex_app_server_timeout_seconds: Seconds = 300
     codex_responses_native: bool = False
     codex_responses_compact_threshold: PositiveInt | None = None
@@ -146,6 +148,13 @@ class CompressionConfig(_Block):
     tail_mode: Literal["lean", "legacy"] = "lean"
     codex_gpt55_autoraise: bool = True
     codex_gpt55_autoraise_notice: bool = True
+
+    @field_validator("codex_app_server_url")
+    @classmethod
+    def _websocket_url(cls, value: str) -> str:
+        if value and not value.startswith(("ws://", "wss://")):
+            raise ValueError("expected ws://HOST:PORT (the app server's --listen address)")
+        return value
 
     @field_validator("codex_app_server_auto", mode="before")
     @classmethod

@@ -191,3 +191,34 @@ def test_a_managed_session_is_not_compacted_on_every_append(
     done = CompressionEvent.objects.filter(session_id=sid, outcome="compressed").count()
     assert done == config.compression.anti_thrash_max_compressions + 1
     assert "locked" in actions and Session.objects.get(pk=sid).thrash_lock_until is not None
+
+
+def test_managed_mode_over_websocket_talks_to_the_gateways_app_server(
+    gateway, hermes_config, app_server
+):
+    from compression.fake_codex import websocket_server
+
+    with websocket_server() as url:
+        codex(hermes_config, "managed", codex_app_server_url=url)
+        sid = open_codex(gateway)
+        response = gateway.post(f"/sessions/{sid}/compress", {"wait": True})
+    assert response.json()["outcome"] == "compressed"
+    assert [m["method"] for m in app_server()] == [
+        "initialize",
+        "initialized",
+        "thread/resume",
+        "thread/compact/start",
+    ]
+
+
+def test_an_unreachable_websocket_app_server_is_a_recorded_failure(gateway, hermes_config):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    codex(hermes_config, "managed", codex_app_server_url=f"ws://127.0.0.1:{port}")
+    sid = open_codex(gateway)
+    assert gateway.post(f"/sessions/{sid}/compress", {"wait": True}).json()["outcome"] == "failed"
+    event = CompressionEvent.objects.get(session_id=sid)
+    assert "cannot connect to the Codex app server" in event.error
