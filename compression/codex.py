@@ -211,25 +211,33 @@ class AppServer:
                 message = self._next()
                 if "id" in message:
                     continue
-            if is_compaction(message) and (message.get("params") or {}).get("threadId") == thread:
+            if is_compaction(message) and _params(message).get("threadId") == thread:
                 return message
 
     def close(self) -> None:
         self.transport.close()
 
 
+def _params(message: Any) -> dict[str, Any]:
+    """A notification's params, whatever the sender put there."""
+    params = message.get("params") if isinstance(message, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
 def is_compaction(message: dict[str, Any]) -> bool:
     method = message.get("method")
-    params = message.get("params") or {}
+    params = _params(message)
     if method == "item/completed":
-        item = params.get("item") or {}
+        item = params.get("item")
+        item = item if isinstance(item, dict) else {}
         return item.get("type") == "contextCompaction"
     return method == "thread/compacted"  # the older protocol's notification
 
 
 def _notification_key(message: dict[str, Any]) -> str:
-    params = message.get("params") or {}
-    item = params.get("item") or {}
+    params = _params(message)
+    item = params.get("item")
+    item = item if isinstance(item, dict) else {}
     return str(item.get("id") or f"{params.get('threadId')}/{params.get('turnId')}")
 
 
@@ -305,7 +313,7 @@ def record_notifications(session: Session, messages: list[dict[str, Any]]) -> in
         codex = state.setdefault("codex", {})
         seen = list(codex.get("seen", []))
         for message in messages:
-            params = message.get("params") or {}
+            params = _params(message)
             if not is_compaction(message) or params.get("threadId") not in (None, thread):
                 continue
             key = _notification_key(message)

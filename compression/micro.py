@@ -63,10 +63,9 @@ def turns_since_last_fold(session: Session) -> int:
 
 def due(session: Session) -> bool:
     config = get_config().compression
-    return (
-        config.micro_compact
-        and turns_since_last_fold(session) >= config.micro_compact_every_n_turns
-    )
+    if not config.micro_compact or (session.provider_state or {}).get("codex"):
+        return False  # a Codex session's context is its Codex thread, not our rows
+    return turns_since_last_fold(session) >= config.micro_compact_every_n_turns
 
 
 def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:

@@ -131,18 +131,7 @@ def run_automatic(
 
 def enqueue(session: Session, trigger: str) -> None:
     """Run an automatic compression in the worker once the current transaction commits."""
-    from django_q.tasks import async_task
-
-    session_id = str(session.pk)
-    transaction.on_commit(
-        lambda: async_task(
-            "compression.tasks.automatic_task",
-            session_id,
-            trigger,
-            task_name=f"{trigger} {session_id}",
-            group="compression",
-        )
-    )
+    _enqueue_task("compression.tasks.automatic_task", session, f"{trigger} {session.pk}", trigger)
 
 
 def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decision]:
@@ -177,6 +166,7 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
 
 
 def _enqueue_task(path: str, session: Session, name: str, *args: Any) -> None:
+    """Queue ``path(session_id, *args)`` for the worker once the current transaction commits."""
     from django_q.tasks import async_task
 
     session_id = str(session.pk)

@@ -116,6 +116,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
     if around:
         if (
             not around.isdigit()
+            or len(around) > 9  # no session is that long; a huge number would overflow SQL
             or not Message.objects.filter(
                 session=session, position=int(around), is_summary=False
             ).exists()

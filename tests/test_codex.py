@@ -222,3 +222,16 @@ def test_an_unreachable_websocket_app_server_is_a_recorded_failure(gateway, herm
     assert gateway.post(f"/sessions/{sid}/compress", {"wait": True}).json()["outcome"] == "failed"
     event = CompressionEvent.objects.get(session_id=sid)
     assert "cannot connect to the Codex app server" in event.error
+
+
+def test_odd_notifications_are_ignored_not_an_error(gateway, hermes_config):
+    codex(hermes_config, "native")
+    sid = open_codex(gateway)
+    odd = [
+        {"method": "item/completed", "params": "not an object"},
+        {"method": "item/completed", "params": {"threadId": "thr_42", "item": ["x"]}},
+        {"params": {"threadId": "thr_42"}},
+        {"method": "thread/compacted", "params": {"threadId": "thr_other", "turnId": "t"}},
+    ]
+    response = gateway.post(f"/sessions/{sid}/codex/notifications", {"notifications": odd})
+    assert response.status_code == 200 and response.json()["recorded"] == 0

@@ -150,7 +150,7 @@ def test_staff_with_the_change_right_get_every_action(world, django_capture_on_c
 def test_compressing_around_a_message_that_does_not_exist_queues_nothing(world, admin_client):
     session, _ = world
     url = reverse("console:compress", args=[session.pk])
-    for around in ("9999", "abc", "-3"):
+    for around in ("9999", "abc", "-3", "9" * 40):
         page = admin_client.post(url, {"around": around}, follow=True).content.decode()
         assert "nothing was queued" in page
     assert not CompressionEvent.objects.exists()
