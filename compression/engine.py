@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from compression import codex
 from compression import prompt as prompts
+from compression.archive import archive_under
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import Selection, select, select_around
@@ -353,14 +354,8 @@ def _write_back(
             covers_from_position=first.position,
             covers_to_position=last.position,
         )
+        archived, _ = archive_under(span, summary)
         now = timezone.now()
-        archived = span.exclude(pk=summary.pk).update(
-            active=False,
-            compressed=True,
-            archive_reason=Message.ArchiveReason.COMPRESSION,
-            archived_at=now,
-            summarized_by=summary,
-        )
         locked.live_messages = messages_before - archived + 1
         locked.live_tokens = tokens_before - expected_tokens + summary_tokens
         locked.total_messages += 1

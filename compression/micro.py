@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count, Sum
-from django.utils import timezone
 
 from compression import prompt as prompts
+from compression.archive import archive_under
 from compression.engine import _claim, _release
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
@@ -181,9 +180,11 @@ def _fold(session: Session, config) -> MicroResult:
             covers_from_position=first.covers_from_position or first.position,
             covers_to_position=group[-1].position,
         )
-        absorbed = _archive(locked, [m.pk for m in previous], summary)
-        locked.live_messages += 1 - absorbed["n"]
-        locked.live_tokens += summary_tokens - absorbed["tokens"]
+        absorbed, absorbed_tokens = archive_under(
+            Message.objects.filter(session=locked, pk__in=[m.pk for m in previous]), summary
+        )
+        locked.live_messages += 1 - absorbed
+        locked.live_tokens += summary_tokens - absorbed_tokens
         locked.total_messages += 1
         locked.save(update_fields=["live_messages", "live_tokens", "total_messages", "updated_at"])
     # Step 2: the folded turn leaves the live context.
@@ -192,10 +193,11 @@ def _fold(session: Session, config) -> MicroResult:
     try:
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
-            done = _archive(locked, [m.pk for m in group], summary)
-            archived = done["n"]
+            archived, archived_tokens = archive_under(
+                Message.objects.filter(session=locked, pk__in=[m.pk for m in group]), summary
+            )
             locked.live_messages -= archived
-            locked.live_tokens -= done["tokens"]
+            locked.live_tokens -= archived_tokens
             locked.save(update_fields=["live_messages", "live_tokens", "updated_at"])
     except Exception as exc:  # F4: keep the summary; originals stay live until a full compression
         logger.exception("micro-compaction of %s: archiving the folded turn failed", session.pk)
@@ -223,23 +225,10 @@ def _fold(session: Session, config) -> MicroResult:
         tokens_after=session.live_tokens,
         messages_before=messages_before,
         messages_after=session.live_messages,
-        rows_archived=archived + absorbed["n"],
+        rows_archived=archived + absorbed,
         summary_message=summary,
         summary_model=model_name,
         error=error,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
     return MicroResult(outcome, reason, summary, archived)
-
-
-def _archive(session: Session, ids: list[int], summary: Message) -> dict:
-    rows = Message.objects.filter(session=session, pk__in=ids, active=True)
-    stats = rows.aggregate(n=Count("id"), tokens=Sum("token_count"))
-    rows.update(
-        active=False,
-        compressed=True,
-        archive_reason=Message.ArchiveReason.COMPRESSION,
-        archived_at=timezone.now(),
-        summarized_by=summary,
-    )
-    return {"n": stats["n"] or 0, "tokens": stats["tokens"] or 0}

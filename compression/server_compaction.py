@@ -18,9 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Sum
-from django.utils import timezone
 
+from compression.archive import archive_under
 from compression.models import CompressionEvent
 from compression.selection import SERVER_COMPACTION
 from sessions_app import tokens
@@ -153,17 +152,11 @@ def store_compaction(
             covers_to_position=replaced[-1].position if replaced else None,
             extra={KEY: item},
         )
-        rows = Message.objects.filter(pk__in=[m.pk for m in replaced])
-        stats = rows.aggregate(n=Count("id"), tokens=Sum("token_count"))
-        rows.update(
-            active=False,
-            compressed=True,
-            archive_reason=Message.ArchiveReason.COMPRESSION,
-            archived_at=timezone.now(),
-            summarized_by=summary,
+        archived, archived_tokens = archive_under(
+            Message.objects.filter(pk__in=[m.pk for m in replaced]), summary
         )
-        locked.live_messages = messages_before - (stats["n"] or 0) + 1
-        locked.live_tokens = tokens_before - (stats["tokens"] or 0) + summary_tokens
+        locked.live_messages = messages_before - archived + 1
+        locked.live_tokens = tokens_before - archived_tokens + summary_tokens
         locked.total_messages += 1
         locked.compressions += 1
         locked.save(
@@ -180,7 +173,7 @@ def store_compaction(
             messages_before=messages_before,
             messages_after=locked.live_messages,
             threshold_tokens=threshold,
-            rows_archived=stats["n"] or 0,
+            rows_archived=archived,
             summary_message=summary,
             summary_model="openai server",
         )

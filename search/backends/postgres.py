@@ -11,7 +11,8 @@ from __future__ import annotations
 from django.db import connection
 
 from search import pg
-from search.backends.common import INDEXED, ROLLED_BACK, filters_sql, like_pattern
+from search.backends import common
+from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.query import Route
 
@@ -81,20 +82,4 @@ def run_scan(
     *,
     rolled_back: bool = False,
 ) -> list[tuple[int, None]]:
-    """ILIKE over at most ``filters.scan_rows`` of the newest rows (a session's rows when one is
-    given), as on SQLite."""
-    where, params = filters_sql(filters)
-    likes, like_params = _like_clauses(needles)
-    bound: list[str] = []
-    bound_params: list = []
-    if filters.session_id is None:
-        bound.append(f"m.id > (SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}) - %s")
-        bound_params.append(filters.scan_rows)
-    clauses = [ROLLED_BACK if rolled_back else INDEXED, *bound, *where, *likes]
-    sql = (
-        f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
-        "ORDER BY m.id DESC LIMIT %s OFFSET %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*bound_params, *params, *like_params, limit, offset])
-        return [(row[0], None) for row in cursor.fetchall()]
+    return common.run_scan(_like_clauses, needles, filters, limit, offset, rolled_back=rolled_back)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django.db import connection
 
-from search.backends.common import INDEXED, ROLLED_BACK, filters_sql, like_pattern
+from search.backends import common
+from search.backends.common import filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE, table
 from search.query import Route
@@ -70,21 +71,4 @@ def run_scan(
     *,
     rolled_back: bool = False,
 ) -> list[tuple[int, None]]:
-    """LIKE over at most ``filters.scan_rows`` of the newest rows (a session's rows when one is
-    given): the answer of last resort, bounded so it cannot become a full-table scan."""
-    where, params = filters_sql(filters)
-    state = ROLLED_BACK if rolled_back else INDEXED
-    likes, like_params = _like_clauses(needles)
-    bound: list[str] = []
-    bound_params: list = []
-    if filters.session_id is None:
-        bound.append(f"m.id > (SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}) - %s")
-        bound_params.append(filters.scan_rows)
-    clauses = [state, *bound, *where, *likes]
-    sql = (
-        f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
-        f"ORDER BY m.id DESC LIMIT %s OFFSET %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*bound_params, *params, *like_params, limit, offset])
-        return [(row[0], None) for row in cursor.fetchall()]
+    return common.run_scan(_like_clauses, needles, filters, limit, offset, rolled_back=rolled_back)
