@@ -147,13 +147,10 @@ class HermesAcpAgent:
             session = Session.objects.filter(pk=session_id, channel=self.channel).first()
             if session is None:
                 raise RequestError.resource_not_found(session_id)
-            if text == COMMAND or text.startswith(COMMAND + " "):
-                result = run_turn(
-                    session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP
-                )
+            result = run_turn(session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP)
+            if result.command is not None:  # the message was /compress [focus]
                 return describe_compression(result.command)
-            result = run_turn(session, text)
-            return result.reply.content or "" if result.reply else ""
+            return (result.reply.content or "") if result.reply else ""
 
         try:
             reply = await _in_thread(turn)

@@ -256,8 +256,19 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
         server.request("thread/compact/start", {"threadId": thread})
         done = server.wait_for_compaction(thread)
     except CodexError as exc:
+        from compression.engine import _note_failure
+
         logger.warning("Codex compaction of session %s failed: %s", session.pk, exc)
-        return _failed(session, trigger, thread, str(exc), started)
+        _note_failure(session, config)  # F1: cooldown, failure streak
+        session.refresh_from_db()
+        return _event(
+            session,
+            trigger,
+            Outcome.FAILED,
+            f"asking the Codex app server to compact thread {thread} failed",
+            started,
+            error=str(exc),
+        )
     finally:
         if server is not None:
             server.close()
@@ -270,30 +281,19 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
         codex["seen"] = [*codex.get("seen", []), _notification_key(done)][-SEEN_LIMIT:]
         locked.provider_state = state
         locked.save(update_fields=["compressions", "failure_streak", "provider_state"])
-        return CompressionEvent.objects.create(
-            session=locked,
-            trigger=trigger,
-            path=Path.CODEX_MANAGED,
-            outcome=Outcome.COMPRESSED,
-            reason=f"the Codex app server compacted thread {thread}",
-            tokens_before=locked.live_tokens,
-            messages_before=locked.live_messages,
-            summary_model="codex app server",
-            duration_ms=int((time.monotonic() - started) * 1000),
-        )
+        reason = f"the Codex app server compacted thread {thread}"
+        return _event(locked, trigger, Outcome.COMPRESSED, reason, started)
 
 
-def _failed(session: Session, trigger: str, thread: str | None, error: str, started: float):
-    from compression.engine import _note_failure
-
-    _note_failure(session, get_config().compression)  # F1: cooldown, failure streak
-    session.refresh_from_db()
+def _event(
+    session: Session, trigger: str, outcome: str, reason: str, started: float, error: str = ""
+) -> CompressionEvent:
     return CompressionEvent.objects.create(
         session=session,
         trigger=trigger,
         path=Path.CODEX_MANAGED,
-        outcome=Outcome.FAILED,
-        reason=f"asking the Codex app server to compact thread {thread} failed",
+        outcome=outcome,
+        reason=reason,
         error=error,
         tokens_before=session.live_tokens,
         messages_before=session.live_messages,

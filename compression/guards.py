@@ -51,6 +51,11 @@ def blocked(
         return "automatic compression is off (compression.enabled: false)"
     if trigger in BYPASS_LOCKS or bypass_locks:
         return None
+    return held(session, now)
+
+
+def held(session: Session, now: datetime | None = None) -> str | None:
+    """The cooldown or anti-thrash lock holding this session back right now, or None."""
     now = now or timezone.now()
     if session.cooldown_until and now < session.cooldown_until:
         return f"cooldown after a failed summary until {session.cooldown_until:%Y-%m-%d %H:%M:%S}"

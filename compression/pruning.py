@@ -33,6 +33,7 @@ from compression.selection import select
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
 from sessions_app.models import Message, Session
+from sessions_app.services.context import live_rows
 from sessions_app.tokens import count_message
 
 logger = logging.getLogger(__name__)
@@ -187,9 +188,8 @@ def prune(session: Session, trigger: str) -> PruneResult:
 
 
 def _prune_locked(session: Session, config) -> PruneResult:
-    live = list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
     selection = select(
-        live,
+        live_rows(session),
         protect_first_n=config.protect_first_n,
         protect_last_n=config.protect_last_n,
         min_tail_user_messages=config.min_tail_user_messages,
@@ -218,12 +218,11 @@ def _prune_locked(session: Session, config) -> PruneResult:
     now = timezone.now()
     for pk, count in new_counts.items():
         row = by_id[pk]
-        row.original_token_count = row.original_token_count or row.token_count
         row.token_count = count
         row.pruned_at = now
     Message.objects.bulk_update(
         [by_id[pk] for pk in new_counts],
-        ["pruned_content", "pruned_tool_calls", "original_token_count", "token_count", "pruned_at"],
+        ["pruned_content", "pruned_tool_calls", "token_count", "pruned_at"],
     )
     Session.objects.filter(pk=session.pk).update(live_tokens=before - reclaimed)
     return PruneResult(
@@ -235,9 +234,8 @@ def _prune_locked(session: Session, config) -> PruneResult:
     )
 
 
-def wanted(session: Session, tokens: int) -> bool:
-    """Whether pruning should run for a session a guard holds back at ``tokens``."""
-    config = get_config().compression
-    return bool(config.proactive_prune_tokens) and tokens >= max(
-        config.proactive_prune_tokens, threshold_for(session).tokens
-    )
+def wanted(tokens: int, threshold: int) -> bool:
+    """Whether pruning should run for a session a guard holds back at ``tokens`` (over its
+    compression ``threshold`` and at least ``proactive_prune_tokens``; 0 turns pruning off)."""
+    floor = get_config().compression.proactive_prune_tokens
+    return bool(floor) and tokens >= max(floor, threshold)

@@ -24,6 +24,7 @@ from compression.models import CompressionEvent
 from compression.selection import SERVER_COMPACTION
 from sessions_app import tokens
 from sessions_app.models import Message, Session
+from sessions_app.services.context import live_rows
 
 KEY = SERVER_COMPACTION
 PLACEHOLDER = (
@@ -131,11 +132,8 @@ def store_compaction(
     content = PLACEHOLDER
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        live = list(
-            Message.objects.filter(session=locked, active=True, pk__in=sent).order_by(
-                "position", "-is_summary", "id"
-            )
-        )
+        wanted = set(sent)
+        live = [m for m in live_rows(locked) if m.pk in wanted]
         replaced = [m for m in live if not (m.role == Message.Role.SYSTEM and not m.is_summary)]
         first = replaced[0] if replaced else (live[-1] if live else None)
         position = first.position if first is not None else locked.next_position

@@ -77,20 +77,11 @@ def decide(
             threshold=threshold.tokens,
         )
         reason = f"{why}, but {block}"
-        if _guard_holds(session) and pruning.wanted(session, tokens):
+        if guards.held(session) and pruning.wanted(tokens, threshold.tokens):
             enqueue_prune(session, trigger)
             reason += "; proactive pruning queued"
         return Decision(trigger, "locked", reason)
     return Decision(trigger, "compress", why)
-
-
-def _guard_holds(session: Session) -> bool:
-    """A cooldown or anti-thrash lock (not "compression is off") is what holds it back."""
-    now = timezone.now()
-    return bool(
-        (session.cooldown_until and now < session.cooldown_until)
-        or (session.thrash_lock_until and now < session.thrash_lock_until)
-    )
 
 
 def enqueue_prune(session: Session, trigger: str) -> None:
@@ -106,7 +97,9 @@ def run_automatic(
     block = guards.blocked(session, trigger, bypass_locks=bypass_locks)
     if block:
         _record(session, trigger, Outcome.LOCKED, block)
-        if _guard_holds(session) and pruning.wanted(session, session.live_tokens):
+        if guards.held(session) and pruning.wanted(
+            session.live_tokens, threshold_for(session).tokens
+        ):
             pruned = pruning.prune(session, trigger)
             return Decision(trigger, "locked", f"{block}; proactive pruning: {pruned.reason}")
         return Decision(trigger, "locked", block)

@@ -180,7 +180,6 @@ class Message(models.Model):
     # call's arguments; content and tool_calls keep the original, which stays in search.
     pruned_content = models.TextField(null=True, blank=True)
     pruned_tool_calls = models.JSONField(null=True, blank=True)
-    original_token_count = models.PositiveIntegerField(null=True, blank=True)
     pruned_at = models.DateTimeField(null=True, blank=True)
 
     active = models.BooleanField(default=True)

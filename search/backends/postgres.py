@@ -8,6 +8,8 @@ but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import connection
 
 from search import pg
@@ -74,12 +76,5 @@ def run_fts(
     return [(pk, float(score)) for pk, score, _ in rows], rows[0][2] >= filters.rank_window
 
 
-def run_scan(
-    needles: tuple[str, ...],
-    filters: Filters,
-    limit: int,
-    offset: int,
-    *,
-    rolled_back: bool = False,
-) -> list[tuple[int, None]]:
-    return common.run_scan(_like_clauses, needles, filters, limit, offset, rolled_back=rolled_back)
+# The bounded scan that ends every fallback chain, with this backend's substring match.
+run_scan = partial(common.run_scan, _like_clauses)

@@ -3,6 +3,8 @@ bounded scan that ends every fallback chain."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import connection
 
 from search.backends import common
@@ -63,12 +65,5 @@ def run_fts(
     return scored[offset : offset + limit], len(candidates) >= filters.rank_window
 
 
-def run_scan(
-    needles: tuple[str, ...],
-    filters: Filters,
-    limit: int,
-    offset: int,
-    *,
-    rolled_back: bool = False,
-) -> list[tuple[int, None]]:
-    return common.run_scan(_like_clauses, needles, filters, limit, offset, rolled_back=rolled_back)
+# The bounded scan that ends every fallback chain, with this backend's substring match.
+run_scan = partial(common.run_scan, _like_clauses)

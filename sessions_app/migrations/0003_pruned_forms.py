@@ -11,11 +11,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="message",
-            name="original_token_count",
-            field=models.PositiveIntegerField(blank=True, null=True),
-        ),
-        migrations.AddField(
-            model_name="message",
             name="pruned_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
