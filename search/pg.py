@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from search.fts import MESSAGE_TABLE
 from search.text import CJK_CHARS
 
-MESSAGE_TABLE = "sessions_app_message"
 TSVECTOR_CHARS = 100_000
 INDEXED = "(active OR compressed)"
 INDEX_NAMES = {

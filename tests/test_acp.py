@@ -187,3 +187,18 @@ def test_cancel_answers_cancelled_and_prompts_of_a_session_take_turns(tmp_path):
         "assistant",
         "user",
     ]
+
+
+def test_an_empty_channel_name_is_refused_before_serving(tmp_path):
+    with isolated_env(tmp_path) as env:
+        result = subprocess.run(
+            [sys.executable, "manage.py", "acp", "--channel", "  "],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode != 0 and "--channel needs a name" in result.stderr
+    assert result.stdout == "", "nothing but protocol JSON may reach stdout"

@@ -335,3 +335,8 @@ def test_the_postgresql_pass_really_runs_on_postgresql_and_redis():
     assert settings.Q_CLUSTER["redis"] == os.environ["HERMES_BROKER_URL"]
     assert "orm" not in settings.Q_CLUSTER
     assert redis.Redis.from_url(settings.Q_CLUSTER["redis"]).ping()
+
+
+def test_the_codex_app_server_url_must_be_a_websocket_address():
+    message = _error({"compression": {"codex_app_server_url": "http://127.0.0.1:8390"}})
+    assert "compression.codex_app_server_url" in message and "ws://HOST:PORT" in message

@@ -130,6 +130,44 @@ def test_copying_refuses_a_url_that_is_not_a_database(tmp_path: Path):
     assert "is not a database URL" in result.stderr
 
 
+def test_an_unreachable_target_is_a_clear_error_and_copies_nothing(tmp_path: Path):
+    with isolated_env(tmp_path) as env:
+        result = _run(
+            [sys.executable, "manage.py", "copy_database", "postgres://nobody@127.0.0.1:1/x"],
+            env,
+            check=False,
+        )
+    assert result.returncode != 0
+    assert "Cannot open the target database (127.0.0.1)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+STALE_GRANT = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+ghost = ContentType.objects.create(app_label="retired_app", model="ghost")
+perm = Permission.objects.create(content_type=ghost, codename="view_ghost", name="Can view ghost")
+get_user_model().objects.get(username="viewer").user_permissions.add(perm)
+"""
+
+
+def test_grants_of_permissions_the_target_lacks_are_reported_and_skipped(tmp_path: Path):
+    """A permission of an app no longer installed exists only in the source: its grants cannot
+    be copied, and the copy says so instead of failing half-way."""
+    url = f"sqlite:///{tmp_path / 'copy.sqlite3'}"
+    with isolated_env(tmp_path) as env:
+        _run([sys.executable, "-c", POPULATE], env)
+        _run([sys.executable, "-c", STALE_GRANT], env)
+        result = _run([sys.executable, "manage.py", "copy_database", url], env)
+        after = _describe({**env, "HERMES_DATABASE_URL": url})
+    assert "Not copied: grants of 1 permission(s)" in result.stderr
+    assert "view_ghost" in result.stderr
+    assert "Copied; every count matches." in result.stdout
+    assert after["permission"] == ["view_message", "sessions_app"]
+
+
 def test_a_postgresql_dump_restores_into_a_working_database(tmp_path: Path):
     """The documented backup (pg_dump / pg_restore) brings back every row and the search indexes
     (the generated columns call our functions while the dump is restored)."""

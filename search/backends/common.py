@@ -7,8 +7,8 @@ from collections.abc import Callable
 from django.db import connection
 
 from search.filters import Filters
+from search.fts import MESSAGE_TABLE
 
-MESSAGE_TABLE = "sessions_app_message"
 SESSION_TABLE = "sessions_app_session"
 KIND_SQL = {
     "live": "(m.active AND NOT m.is_summary)",

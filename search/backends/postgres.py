@@ -16,9 +16,8 @@ from search import pg
 from search.backends import common
 from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
+from search.fts import MESSAGE_TABLE
 from search.query import Route
-
-MESSAGE_TABLE = pg.MESSAGE_TABLE
 
 
 def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:

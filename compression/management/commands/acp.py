@@ -12,7 +12,7 @@ import asyncio
 import os
 import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from hermes_site.config import get_config
 
@@ -50,6 +50,10 @@ class Command(BaseCommand):
 
         from compression.acp_agent import HermesAcpAgent
         from sessions_app.models import Channel
+
+        channel, limit = channel.strip(), Channel._meta.get_field("name").max_length
+        if not channel or len(channel) > limit:
+            raise CommandError(f"--channel needs a name (at most {limit} characters).")
 
         chosen, _ = Channel.objects.get_or_create(
             name=channel, defaults={"description": "Editors speaking the Agent Client Protocol"}

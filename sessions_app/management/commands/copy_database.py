@@ -20,7 +20,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.core.management.color import no_style
-from django.db import connections, models, transaction
+from django.db import DatabaseError, connections, models, transaction
 from tqdm import tqdm
 
 TARGET = "copy_target"
@@ -104,6 +104,13 @@ class Command(BaseCommand):
             source.vendor == target.vendor
         ):
             raise CommandError("The target is the database this service already uses.")
+        try:
+            target.ensure_connection()
+        except DatabaseError as exc:
+            where = target.settings_dict.get("HOST") or target.settings_dict["NAME"]
+            raise CommandError(
+                f"Cannot open the target database ({where}): {str(exc).strip()[:300]}"
+            ) from None
         self.stdout.write(f"Migrating the target ({target.vendor})…")
         call_command("migrate", database=TARGET, interactive=False, verbosity=0)
         plan = _models()
