@@ -245,6 +245,9 @@ class SearchConfig(_Block):
 
     rank_window: Annotated[int, Field(ge=100, le=1_000_000)] = 1_000
     scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
+    # SQLite: the newest this-many messages are also in small "recent" indexes that rank a
+    # common term's newest matches (FTS5's bm25() counts a term's matches across its table).
+    recent_rows: Annotated[int, Field(ge=0, le=100_000_000)] = 200_000
 
 
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
@@ -262,7 +265,7 @@ class ServerConfig(_Block):
     max_request_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
     sqlite_busy_timeout_seconds: Annotated[float, Field(gt=0)] = 20
     sqlite_cache_mib: Annotated[int, Field(ge=2, le=4096)] = 64
-    sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 256
+    sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 2048
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
     # Scale-out (docs/deployment.md). Empty: SQLite in data_dir and django-q2's ORM broker.

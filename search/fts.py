@@ -6,6 +6,11 @@ of rows, a raw SQL statement run by a Django connection -- keeps them in sync. A
 while it is live, a summary or archived (``active OR compressed``); rolling it back removes it.
 Archiving changes neither condition nor text, so it costs the triggers nothing.
 
+Each index has a *recent* twin holding only the rows above a floor (the newest
+``search.recent_rows``, kept there by the same triggers and trimmed by the worker): FTS5's
+``bm25()`` counts every match of each query term across its table on every query, so scoring the
+newest matches of a common term in a table a fraction of the size is that much cheaper.
+
 The triggers call ``hermes_index_text`` (search.text.index_text), registered on every Django
 SQLite connection. A connection without it (the sqlite3 shell) can read and back up the database
 but cannot write messages.
@@ -27,10 +32,20 @@ INDEXES: dict[str, str] = {
 }
 INDEXED = "(%(row)s.active OR %(row)s.compressed)"
 TEXT_CHANGED = "(old.content IS NOT new.content OR old.tool_calls IS NOT new.tool_calls)"
+# One row: messages with a greater id are in the recent indexes too.
+FLOOR_TABLE = "search_fts_recent_floor"
+FLOOR = f"(SELECT floor FROM {FLOOR_TABLE} WHERE id = 1)"
 
 
-def table(index: str) -> str:
-    return f"search_fts_{index}"
+def table(index: str, recent: bool = False) -> str:
+    return f"search_fts_{index}_recent" if recent else f"search_fts_{index}"
+
+
+def tables() -> Iterator[tuple[str, str, bool]]:
+    """(index, table, recent) for every FTS5 table, full ones first."""
+    for recent in (False, True):
+        for index in INDEXES:
+            yield index, table(index, recent), recent
 
 
 def register_functions(connection: BaseDatabaseWrapper) -> None:
@@ -42,13 +57,15 @@ def _text(index: str, row: str) -> str:
     return f"hermes_index_text('{index}', {row}.content, {row}.tool_calls)"
 
 
-def _insert(index: str, row: str, where: str) -> str:
-    t = table(index)
+def _insert(index: str, t: str, recent: bool, row: str, where: str) -> str:
+    if recent:
+        where += f" AND {row}.id > {FLOOR}"
     return f"INSERT INTO {t}(rowid, text) SELECT {row}.id, {_text(index, row)} WHERE {where};"
 
 
-def _delete(index: str, row: str, where: str) -> str:
-    t = table(index)
+def _delete(index: str, t: str, recent: bool, row: str, where: str) -> str:
+    if recent:
+        where += f" AND {row}.id > {FLOOR}"
     return (
         f"INSERT INTO {t}({t}, rowid, text) "
         f"SELECT 'delete', {row}.id, {_text(index, row)} WHERE {where};"
@@ -56,24 +73,29 @@ def _delete(index: str, row: str, where: str) -> str:
 
 
 def create_statements() -> Iterator[str]:
-    for index, tokenizer in INDEXES.items():
+    for index, t, _ in tables():
         yield (
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table(index)} USING fts5("
-            f"text, content='', tokenize='{tokenizer}')"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {t} USING fts5("
+            f"text, content='', tokenize='{INDEXES[index]}')"
         )
+    yield (
+        f"CREATE TABLE IF NOT EXISTS {FLOOR_TABLE} "
+        "(id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL)"
+    )
+    yield f"INSERT OR IGNORE INTO {FLOOR_TABLE} (id, floor) VALUES (1, 0)"
     old_indexed = INDEXED % {"row": "old"}
     new_indexed = INDEXED % {"row": "new"}
-    on_insert = "".join(_insert(i, "new", new_indexed) for i in INDEXES)
+    on_insert = "".join(_insert(*spec, "new", new_indexed) for spec in tables())
     # One trigger per event, statements in a fixed order: the old text leaves before the new
     # text enters (trigger firing order between separate triggers is not guaranteed).
     on_update = "".join(
-        _delete(i, "old", f"{old_indexed} AND (NOT {new_indexed} OR {TEXT_CHANGED})")
-        for i in INDEXES
+        _delete(*spec, "old", f"{old_indexed} AND (NOT {new_indexed} OR {TEXT_CHANGED})")
+        for spec in tables()
     ) + "".join(
-        _insert(i, "new", f"{new_indexed} AND (NOT {old_indexed} OR {TEXT_CHANGED})")
-        for i in INDEXES
+        _insert(*spec, "new", f"{new_indexed} AND (NOT {old_indexed} OR {TEXT_CHANGED})")
+        for spec in tables()
     )
-    on_delete = "".join(_delete(i, "old", old_indexed) for i in INDEXES)
+    on_delete = "".join(_delete(*spec, "old", old_indexed) for spec in tables())
     yield (
         f"CREATE TRIGGER IF NOT EXISTS search_fts_ai AFTER INSERT ON {MESSAGE_TABLE} "
         f"BEGIN {on_insert} END"
@@ -102,57 +124,140 @@ def triggers_present(cursor) -> bool:
 def drop_statements() -> Iterator[str]:
     for trigger in TRIGGERS:
         yield f"DROP TRIGGER IF EXISTS {trigger}"
-    for index in INDEXES:
-        yield f"DROP TABLE IF EXISTS {table(index)}"
+    for _, t, _ in tables():
+        yield f"DROP TABLE IF EXISTS {t}"
+    yield f"DROP TABLE IF EXISTS {FLOOR_TABLE}"
 
 
-def install(cursor) -> None:
+def recent_rows() -> int:
+    from hermes_site.config import get_config
+
+    return get_config().search.recent_rows
+
+
+def install(cursor, keep: int | None = None) -> None:
     """Create the indexes and triggers if missing and fill the indexes from the messages."""
     for statement in create_statements():
         cursor.execute(statement)
-    rebuild(cursor)
+    rebuild(cursor, keep)
 
 
-def indexed_count(cursor) -> int:
-    cursor.execute(f"SELECT count(*) FROM {MESSAGE_TABLE} WHERE active OR compressed")
+def indexed_count(cursor, above: int = 0) -> int:
+    cursor.execute(
+        f"SELECT count(*) FROM {MESSAGE_TABLE} WHERE id > %s AND (active OR compressed)", [above]
+    )
     return cursor.fetchone()[0]
 
 
+def _add(cursor, index: str, t: str, low: int, high: int | None = None) -> None:
+    """Index the indexed messages with ``low < id <= high`` into ``t``."""
+    cursor.execute(
+        f"INSERT INTO {t}(rowid, text) "
+        f"SELECT id, hermes_index_text('{index}', content, tool_calls) FROM {MESSAGE_TABLE} "
+        "WHERE id > %s AND id <= %s AND (active OR compressed)",
+        [low, high if high is not None else 2**63 - 1],
+    )
+
+
+def _top(cursor) -> int:
+    cursor.execute(f"SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}")
+    return cursor.fetchone()[0]
+
+
+def floor(cursor) -> int:
+    cursor.execute(f"SELECT floor FROM {FLOOR_TABLE} WHERE id = 1")
+    return cursor.fetchone()[0]
+
+
+def fill_recent(cursor, keep: int | None = None) -> int:
+    """Empty the recent indexes and refill them with the newest ``keep`` ids; returns the floor."""
+    keep = recent_rows() if keep is None else keep
+    low = max(0, _top(cursor) - keep)
+    cursor.execute(f"UPDATE {FLOOR_TABLE} SET floor = %s WHERE id = 1", [low])
+    for index, t, recent in tables():
+        if recent:
+            cursor.execute(f"INSERT INTO {t}({t}) VALUES('delete-all')")
+            _add(cursor, index, t, low)
+            _optimize(cursor, t)
+    return low
+
+
 def rebuild(
-    cursor, batch: int = 5_000, progress: Callable[[int], None] | None = None
+    cursor,
+    keep: int | None = None,
+    batch: int = 5_000,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
-    """Empty every index and re-add every indexed row, in id batches; returns rows per index."""
+    """Empty every index and re-add every indexed row, in id batches, then the recent indexes;
+    returns rows per (full) index."""
     for index in INDEXES:
         t = table(index)
         cursor.execute(f"INSERT INTO {t}({t}) VALUES('delete-all')")
-    cursor.execute(f"SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}")
-    top = cursor.fetchone()[0]
+    top = _top(cursor)
     start = 0
     while start < top:
         end = start + batch
         for index in INDEXES:
-            cursor.execute(
-                f"INSERT INTO {table(index)}(rowid, text) "
-                f"SELECT id, hermes_index_text('{index}', content, tool_calls) "
-                f"FROM {MESSAGE_TABLE} WHERE id > %s AND id <= %s AND (active OR compressed)",
-                [start, end],
-            )
+            _add(cursor, index, table(index), start, end)
         if progress is not None:
             progress(min(end, top) - start)
         start = end
+    for index in INDEXES:
+        _optimize(cursor, table(index))
+    fill_recent(cursor, keep)
     return index_counts(cursor)
 
 
-def index_counts(cursor) -> dict[str, int]:
+def _optimize(cursor, t: str) -> None:
+    """Merge a freshly filled index into one segment: a query then reads one doclist per term
+    instead of one per segment (as rows arrive, FTS5's automerge keeps the count low, not one)."""
+    cursor.execute(f"INSERT INTO {t}({t}) VALUES('optimize')")
+
+
+def trim_step(cursor, keep: int | None = None, batch: int = 2_000) -> int:
+    """Raise the floor by at most ``batch`` ids towards the newest ``keep``, taking those rows out
+    of the recent indexes; returns how far it moved (0: nothing to trim). Run it inside a write
+    transaction: the floor and the recent indexes must change together."""
+    keep = recent_rows() if keep is None else keep
+    low = floor(cursor)
+    high = min(_top(cursor) - keep, low + batch)
+    if high <= low:
+        return 0
+    for index in INDEXES:
+        t = table(index, recent=True)
+        # Contentless FTS5 deletes need the indexed text: the triggers keep it equal to the
+        # row's current text, so recomputing it removes exactly what was added.
+        cursor.execute(
+            f"INSERT INTO {t}({t}, rowid, text) "
+            f"SELECT 'delete', id, hermes_index_text('{index}', content, tool_calls) "
+            f"FROM {MESSAGE_TABLE} WHERE id > %s AND id <= %s AND (active OR compressed)",
+            [low, high],
+        )
+    cursor.execute(f"UPDATE {FLOOR_TABLE} SET floor = %s WHERE id = 1", [high])
+    return high - low
+
+
+def index_counts(cursor, recent: bool = False) -> dict[str, int]:
     counts = {}
     for index in INDEXES:
-        cursor.execute(f"SELECT count(*) FROM {table(index)}")
+        cursor.execute(f"SELECT count(*) FROM {table(index, recent)}")
         counts[index] = cursor.fetchone()[0]
     return counts
 
 
+def count_mismatches(cursor) -> dict[str, tuple[int, int]]:
+    """Tables whose row count differs from the messages they should hold: {table: (rows,
+    expected)}. Empty when every index is complete."""
+    expected = {False: indexed_count(cursor), True: indexed_count(cursor, above=floor(cursor))}
+    wrong = {}
+    for recent in (False, True):
+        for index, rows in index_counts(cursor, recent).items():
+            if rows != expected[recent]:
+                wrong[table(index, recent)] = (rows, expected[recent])
+    return wrong
+
+
 def integrity_check(cursor) -> None:
     """FTS5's own structural check; raises django.db.DatabaseError on a corrupt index."""
-    for index in INDEXES:
-        t = table(index)
+    for _, t, _ in tables():
         cursor.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")

@@ -68,8 +68,7 @@ def test_reindex_rebuilds_every_index_and_checks_it(session):
         pytest.skip("empties SQLite's FTS5 tables; the PostgreSQL variant is the next test")
     with connection.cursor() as cursor:
         # Damage: empty the indexes behind the triggers' back.
-        for index in fts.INDEXES:
-            t = fts.table(index)
+        for _, t, _ in fts.tables():
             cursor.execute(f"INSERT INTO {t}({t}) VALUES('delete-all')")
     # Only the bounded scan can still answer.
     assert "2 hit(s) from the scan index" in run("search", "nginx")[0]

@@ -10,7 +10,7 @@ from django.db import connection
 from search.backends import common
 from search.backends.common import filters_sql, like_pattern
 from search.filters import Filters
-from search.fts import MESSAGE_TABLE, table
+from search.fts import FLOOR, MESSAGE_TABLE, table
 from search.query import Route
 
 
@@ -32,37 +32,47 @@ def run_fts(
     FTS5 has no top-k pruning: ranking a word that matches 150,000 of a million rows scores every
     one of them (hundreds of milliseconds, as slow as a scan). So ranking is bounded: phase 1
     walks the matches newest first, with the filters, and stops at ``rank_window``; phase 2 scores
-    only the rowid range those candidates span. Scores are still true BM25 (FTS5's statistics are
-    global); only older matches beyond the window are left out, and the result says so.
+    only the rowid range those candidates span, which with the same filters holds exactly them.
+
+    ``bm25()`` also counts, on every query, each term's matches across the whole table it runs
+    on. When every candidate is newer than the recent indexes' floor, phase 2 runs on the recent
+    twin, where that count is a fraction of the size; the statistics are then the newest
+    messages' rather than all of them. A trim racing the query empties that answer (the floor
+    check is part of the statement) and the full index answers instead.
     """
-    t = table(route.index)
     where, params = filters_sql(filters)
     likes, like_params = _like_clauses(route.like)
-    clauses = [f"{t} MATCH %s", *where, *likes]
+    conditions = [*where, *likes]
+    filter_params = [*params, *like_params]
+
+    def select(t: str, columns: str) -> str:
+        # Every indexed row is searchable: without filters there is no need to join.
+        join = f" JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid" if conditions else ""
+        clause = " AND ".join([f"{t} MATCH %s", *conditions])
+        return f"SELECT {columns} FROM {t}{join} WHERE {clause}"
+
+    full = table(route.index)
     with connection.cursor() as cursor:
-        if where or likes:
-            cursor.execute(
-                f"SELECT {t}.rowid FROM {t} JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid "
-                f"WHERE {' AND '.join(clauses)} ORDER BY {t}.rowid DESC LIMIT %s",
-                [route.expression, *params, *like_params, filters.rank_window],
-            )
-        else:  # every indexed row is searchable: no need to join (operators, the CLI)
-            cursor.execute(
-                f"SELECT rowid FROM {t} WHERE {t} MATCH %s ORDER BY rowid DESC LIMIT %s",
-                [route.expression, filters.rank_window],
-            )
-        candidates = {row[0] for row in cursor.fetchall()}
+        cursor.execute(
+            select(full, f"{full}.rowid") + f" ORDER BY {full}.rowid DESC LIMIT %s",
+            [route.expression, *filter_params, filters.rank_window],
+        )
+        candidates = [row[0] for row in cursor.fetchall()]
         if not candidates:
             return [], False
-        cursor.execute(
-            f"SELECT rowid, bm25({t}) FROM {t} WHERE {t} MATCH %s AND rowid BETWEEN %s AND %s",
-            [route.expression, min(candidates), max(candidates)],
-        )
-        scored = sorted(
-            ((rowid, float(score)) for rowid, score in cursor.fetchall() if rowid in candidates),
-            key=lambda pair: (pair[1], pair[0]),
-        )
-    return scored[offset : offset + limit], len(candidates) >= filters.rank_window
+        oldest, newest = candidates[-1], candidates[0]
+        recent = table(route.index, recent=True)
+        for t, floor_check in ((recent, f" AND {oldest} > {FLOOR}"), (full, "")):
+            cursor.execute(
+                select(t, f"{t}.rowid, bm25({t})")
+                + f" AND {t}.rowid BETWEEN %s AND %s{floor_check}"
+                + " ORDER BY 2, 1 LIMIT %s OFFSET %s",  # by score, then id
+                [route.expression, *filter_params, oldest, newest, limit, offset],
+            )
+            scored = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
+            if scored:
+                break
+    return scored, len(candidates) >= filters.rank_window
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.

@@ -3,7 +3,7 @@ embedded SQLite file) into another one (usually a new PostgreSQL database), then
 
 Run it with the web and worker processes stopped (or the gateways paused): rows written after a
 table was copied are not copied. The target must be empty; it is migrated first, which creates
-its own content types, permissions and the idle-sweep schedule, so references to those are
+its own content types, permissions and the worker's schedules, so references to those are
 mapped by their natural keys rather than copied by id. Not copied: login sessions (operators log
 in again) and tasks still waiting in the ORM broker's queue (let the workers drain it first).
 """
