@@ -249,6 +249,16 @@ class SearchConfig(_Block):
     # common term's newest matches (FTS5's bm25() counts a term's matches across its table).
     recent_rows: Annotated[int, Field(ge=0, le=100_000_000)] = 200_000
 
+    @field_validator("recent_rows")
+    @classmethod
+    def _enough_for_statistics(cls, value: int) -> int:
+        if 0 < value < 10_000:
+            raise ValueError(
+                "expected 0 (no recent indexes) or at least 10000: BM25 ranks with the "
+                "statistics of the rows it runs on, and a few thousand give meaningless ones"
+            )
+        return value
+
 
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 

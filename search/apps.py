@@ -1,7 +1,7 @@
 import logging
 
 from django.apps import AppConfig
-from django.db import connections
+from django.db import connections, transaction
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
@@ -26,11 +26,18 @@ def _ensure_indexes(sender, using: str = "default", **kwargs) -> None:
         return
     from search import fts
 
-    with connection.cursor() as cursor:
+    with transaction.atomic(using=using), connection.cursor() as cursor:
         if fts.triggers_present(cursor):
+            if fts.state_present(cursor) and (version := fts.stale(cursor)) is not None:
+                logger.error(
+                    "search indexes hold text version %s, the code computes %s: run "
+                    "manage.py reindex",
+                    version,
+                    fts.TEXT_VERSION,
+                )
             return
         logger.warning("search index triggers missing after migrate; recreating and reindexing")
-        fts.install(cursor)
+        fts.install(cursor)  # one transaction: no write lands between emptying and refilling
 
 
 class SearchConfig(AppConfig):

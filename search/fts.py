@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from search.text import index_text
+from search.text import TEXT_VERSION, index_text
 
 MESSAGE_TABLE = "sessions_app_message"
 INDEXES: dict[str, str] = {
@@ -32,9 +32,15 @@ INDEXES: dict[str, str] = {
 }
 INDEXED = "(%(row)s.active OR %(row)s.compressed)"
 TEXT_CHANGED = "(old.content IS NOT new.content OR old.tool_calls IS NOT new.tool_calls)"
-# One row: messages with a greater id are in the recent indexes too.
-FLOOR_TABLE = "search_fts_recent_floor"
-FLOOR = f"(SELECT floor FROM {FLOOR_TABLE} WHERE id = 1)"
+# One row: ``floor`` -- messages with a greater id are in the recent indexes too (NULL: the
+# recent indexes are off); ``text_version`` -- the search.text.TEXT_VERSION the indexes hold.
+STATE_TABLE = "search_fts_state"
+FLOOR = f"(SELECT floor FROM {STATE_TABLE} WHERE id = 1)"
+
+
+class StaleIndex(RuntimeError):
+    """The indexes hold text computed by another version of search.text: rows cannot be taken
+    out of a contentless index by recomputing their text until ``manage.py reindex`` runs."""
 
 
 def table(index: str, recent: bool = False) -> str:
@@ -79,10 +85,14 @@ def create_statements() -> Iterator[str]:
             f"text, content='', tokenize='{INDEXES[index]}')"
         )
     yield (
-        f"CREATE TABLE IF NOT EXISTS {FLOOR_TABLE} "
-        "(id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL)"
+        f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} "
+        "(id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER, text_version INTEGER NOT NULL)"
     )
-    yield f"INSERT OR IGNORE INTO {FLOOR_TABLE} (id, floor) VALUES (1, 0)"
+    # Created with indexes built by this code (or by a version whose migration reindexes).
+    yield (
+        f"INSERT OR IGNORE INTO {STATE_TABLE} (id, floor, text_version) "
+        f"VALUES (1, 0, {TEXT_VERSION})"
+    )
     old_indexed = INDEXED % {"row": "old"}
     new_indexed = INDEXED % {"row": "new"}
     on_insert = "".join(_insert(*spec, "new", new_indexed) for spec in tables())
@@ -113,6 +123,13 @@ def create_statements() -> Iterator[str]:
 TRIGGERS = ("search_fts_ai", "search_fts_au", "search_fts_ad")
 
 
+def state_present(cursor) -> bool:
+    cursor.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s", [STATE_TABLE]
+    )
+    return cursor.fetchone()[0] == 1
+
+
 def triggers_present(cursor) -> bool:
     cursor.execute(
         "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s)",
@@ -126,7 +143,7 @@ def drop_statements() -> Iterator[str]:
         yield f"DROP TRIGGER IF EXISTS {trigger}"
     for _, t, _ in tables():
         yield f"DROP TABLE IF EXISTS {t}"
-    yield f"DROP TABLE IF EXISTS {FLOOR_TABLE}"
+    yield f"DROP TABLE IF EXISTS {STATE_TABLE}"
 
 
 def recent_rows() -> int:
@@ -164,21 +181,30 @@ def _top(cursor) -> int:
     return cursor.fetchone()[0]
 
 
-def floor(cursor) -> int:
-    cursor.execute(f"SELECT floor FROM {FLOOR_TABLE} WHERE id = 1")
+def floor(cursor) -> int | None:
+    cursor.execute(f"SELECT floor FROM {STATE_TABLE} WHERE id = 1")
     return cursor.fetchone()[0]
 
 
-def fill_recent(cursor, keep: int | None = None) -> int:
-    """Empty the recent indexes and refill them with the newest ``keep`` ids; returns the floor."""
+def stale(cursor) -> int | None:
+    """The text version the indexes were built with, if it is not this code's; else None."""
+    cursor.execute(f"SELECT text_version FROM {STATE_TABLE} WHERE id = 1")
+    version = cursor.fetchone()[0]
+    return None if version == TEXT_VERSION else version
+
+
+def fill_recent(cursor, keep: int | None = None) -> int | None:
+    """Empty the recent indexes and refill them with the newest ``keep`` ids (0: leave them
+    empty and off); returns the new floor."""
     keep = recent_rows() if keep is None else keep
-    low = max(0, _top(cursor) - keep)
-    cursor.execute(f"UPDATE {FLOOR_TABLE} SET floor = %s WHERE id = 1", [low])
+    low = max(0, _top(cursor) - keep) if keep else None
+    cursor.execute(f"UPDATE {STATE_TABLE} SET floor = %s WHERE id = 1", [low])
     for index, t, recent in tables():
         if recent:
             cursor.execute(f"INSERT INTO {t}({t}) VALUES('delete-all')")
-            _add(cursor, index, t, low)
-            _optimize(cursor, t)
+            if low is not None:
+                _add(cursor, index, t, low)
+                _optimize(cursor, t)
     return low
 
 
@@ -205,6 +231,7 @@ def rebuild(
     for index in INDEXES:
         _optimize(cursor, table(index))
     fill_recent(cursor, keep)
+    cursor.execute(f"UPDATE {STATE_TABLE} SET text_version = %s WHERE id = 1", [TEXT_VERSION])
     return index_counts(cursor)
 
 
@@ -216,10 +243,18 @@ def _optimize(cursor, t: str) -> None:
 
 def trim_step(cursor, keep: int | None = None, batch: int = 2_000) -> int:
     """Raise the floor by at most ``batch`` ids towards the newest ``keep``, taking those rows out
-    of the recent indexes; returns how far it moved (0: nothing to trim). Run it inside a write
-    transaction: the floor and the recent indexes must change together."""
+    of the recent indexes; returns how far it moved (0: nothing to trim, or the recent indexes
+    are off). Run it inside a write transaction: the floor and the recent indexes must change
+    together."""
     keep = recent_rows() if keep is None else keep
     low = floor(cursor)
+    if low is None or keep == 0:
+        return 0
+    if (version := stale(cursor)) is not None:
+        raise StaleIndex(
+            f"The search indexes hold text version {version}, this code computes "
+            f"{TEXT_VERSION}: run manage.py reindex."
+        )
     high = min(_top(cursor) - keep, low + batch)
     if high <= low:
         return 0
@@ -233,7 +268,7 @@ def trim_step(cursor, keep: int | None = None, batch: int = 2_000) -> int:
             f"FROM {MESSAGE_TABLE} WHERE id > %s AND id <= %s AND (active OR compressed)",
             [low, high],
         )
-    cursor.execute(f"UPDATE {FLOOR_TABLE} SET floor = %s WHERE id = 1", [high])
+    cursor.execute(f"UPDATE {STATE_TABLE} SET floor = %s WHERE id = 1", [high])
     return high - low
 
 
@@ -248,7 +283,11 @@ def index_counts(cursor, recent: bool = False) -> dict[str, int]:
 def count_mismatches(cursor) -> dict[str, tuple[int, int]]:
     """Tables whose row count differs from the messages they should hold: {table: (rows,
     expected)}. Empty when every index is complete."""
-    expected = {False: indexed_count(cursor), True: indexed_count(cursor, above=floor(cursor))}
+    low = floor(cursor)
+    expected = {
+        False: indexed_count(cursor),
+        True: 0 if low is None else indexed_count(cursor, above=low),
+    }
     wrong = {}
     for recent in (False, True):
         for index, rows in index_counts(cursor, recent).items():

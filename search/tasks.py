@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db import connection, transaction
 
 from search import fts
+
+logger = logging.getLogger(__name__)
 
 
 def trim_recent_index() -> int:
@@ -12,14 +16,30 @@ def trim_recent_index() -> int:
     ``search.recent_rows`` messages; returns how many ids the floor rose.
 
     Small steps, each its own write transaction, so appends wait for one step at most. If this
-    never runs the recent indexes only grow: ranking gets slower, never wrong.
+    never runs, the recent indexes grow towards the full ones' size and ranking loses their
+    speed-up; nothing is lost. ``recent_rows`` set to 0 empties them and turns them off; set
+    back, this fills them again (one transaction of a few seconds per 100,000 messages).
     """
     if connection.vendor != "sqlite":
         return 0
+    keep = fts.recent_rows()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if (version := fts.stale(cursor)) is not None:
+            logger.error(
+                "search indexes hold text version %s, the code computes %s: not trimming the "
+                "recent indexes until manage.py reindex runs",
+                version,
+                fts.TEXT_VERSION,
+            )
+            return 0
+        if (keep == 0) != (fts.floor(cursor) is None):  # switched on or off
+            low = fts.fill_recent(cursor, keep)
+            logger.info("recent search indexes %s", f"from id {low}" if keep else "off")
+            return 0
     moved = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            step = fts.trim_step(cursor)
+            step = fts.trim_step(cursor, keep)
         if not step:
             return moved
         moved += step

@@ -6,9 +6,12 @@ Runs real processes against a real database, as the web server and the django-q2
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.processes import isolated_env, on_postgres
 
@@ -103,3 +106,121 @@ def _concurrent_writers(env: dict[str, str]) -> None:
     assert total == next_position == 1 + 4 * 25 * 2
     assert live == total - 4 * 5
     assert shape == ("True postgresql" if on_postgres() else "True wal")
+
+
+# The SQLite recent search indexes under the same load: writers append, roll back and archive in
+# bulk while another process trims the recent indexes in small steps and another searches.
+STRESS_WRITER = """
+import django, sys
+django.setup()
+from sessions_app.models import Message, Session
+from sessions_app.services import append_messages, rollback_messages
+session = Session.objects.get(pk=sys.argv[1])
+worker = sys.argv[2]
+for i in range(30):
+    rows = append_messages(session, [
+        {"role": "user", "content": f"stress worker{worker} question {i}"},
+        {"role": "assistant", "content": f"stress worker{worker} answer {i}"},
+    ]).messages
+    if i % 6 == 5:
+        rollback_messages(session, 1)
+    if i % 4 == 3:  # archive in bulk, as a compression does
+        Message.objects.filter(pk=rows[0].pk).update(active=False, compressed=True)
+"""
+
+TRIMMER = """
+import django, os, sys, time
+django.setup()
+from django.db import connection, transaction
+from search import fts
+steps = 0
+while True:  # until the writers are done and nothing is left to trim
+    done = os.path.exists(sys.argv[1])
+    with transaction.atomic(), connection.cursor() as cursor:
+        step = fts.trim_step(cursor, keep=40, batch=5)
+    if done and not step:
+        break
+    steps += bool(step)
+    time.sleep(0.005)
+print(steps)
+"""
+
+SEARCHER = """
+import django, os, sys
+django.setup()
+from search.service import Filters, search
+answered = 0
+while not os.path.exists(sys.argv[1]):
+    result = search("stress", Filters(rank_window=20), limit=10)
+    assert result.index == "words" and len(result.hits) == 10, (result.index, len(result.hits))
+    answered += 1
+print(answered)
+"""
+
+INDEX_CHECK = """
+import django, json
+django.setup()
+from django.db import connection
+from search import fts
+from sessions_app.models import Message
+def matches(t, term, above=0):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT rowid FROM {t} WHERE {t} MATCH %s AND rowid > %s", [term, above])
+        return {row[0] for row in cursor.fetchall()}
+with connection.cursor() as cursor:
+    mismatches = fts.count_mismatches(cursor)
+    fts.integrity_check(cursor)
+    floor = fts.floor(cursor)
+twins_differ = [
+    (index, term)
+    for index in fts.INDEXES
+    for term in ("stress", "question", "answer", "worker0", "worker2")
+    if matches(fts.table(index, recent=True), term) != matches(fts.table(index), term, floor)
+]
+indexed = set(Message.objects.filter(content__startswith="stress").exclude(
+    active=False, compressed=False).values_list("pk", flat=True))
+print(json.dumps({
+    "mismatches": mismatches, "twins_differ": twins_differ, "floor": floor,
+    "top": Message.objects.order_by("-pk").first().pk,
+    "words_complete": matches(fts.table("words"), "stress") == indexed,
+}))
+"""
+
+
+def test_trimming_the_recent_search_indexes_while_writers_and_searches_run(tmp_path):
+    if on_postgres():
+        pytest.skip("SQLite FTS5 only: PostgreSQL has no recent indexes")
+
+    with isolated_env(tmp_path, server="  sqlite_busy_timeout_seconds: 30\n") as env:
+        session_id = _python(SETUP, env=env).strip().splitlines()[-1]
+        # Enough rows that every search has hits and the trim has work from the start.
+        _python(STRESS_WRITER, session_id, "9", env=env)
+        stop = tmp_path / "stop"
+
+        def start(code: str, *args: str) -> subprocess.Popen:
+            return subprocess.Popen(
+                [sys.executable, "-c", code, *args],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+
+        helpers = [start(TRIMMER, str(stop)), start(SEARCHER, str(stop))]
+        writers = [start(STRESS_WRITER, session_id, str(n)) for n in range(3)]
+        for writer in writers:
+            _, stderr = writer.communicate(timeout=300)
+            assert writer.returncode == 0, stderr
+        stop.touch()
+        counts = []
+        for helper in helpers:
+            stdout, stderr = helper.communicate(timeout=120)
+            assert helper.returncode == 0, stderr
+            counts.append(int(stdout.strip().splitlines()[-1]))
+        check = json.loads(_python(INDEX_CHECK, env=env).strip().splitlines()[-1])
+    trims, searches = counts
+    assert trims > 10 and searches > 10  # both really ran alongside the writers
+    assert check["mismatches"] == {} and check["twins_differ"] == []
+    assert check["words_complete"] is True
+    assert check["floor"] == check["top"] - 40

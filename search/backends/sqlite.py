@@ -38,7 +38,8 @@ def run_fts(
     on. When every candidate is newer than the recent indexes' floor, phase 2 runs on the recent
     twin, where that count is a fraction of the size; the statistics are then the newest
     messages' rather than all of them. A trim racing the query empties that answer (the floor
-    check is part of the statement) and the full index answers instead.
+    check is part of the statement) and the full index answers instead. Each request chooses
+    again, so a trim between two pages of one query can change the scores between them.
     """
     where, params = filters_sql(filters)
     likes, like_params = _like_clauses(route.like)
@@ -62,15 +63,18 @@ def run_fts(
             return [], False
         oldest, newest = candidates[-1], candidates[0]
         recent = table(route.index, recent=True)
-        for t, floor_check in ((recent, f" AND {oldest} > {FLOOR}"), (full, "")):
+        for t, floor_check, floor_params in (
+            (recent, f" AND %s > {FLOOR}", [oldest]),
+            (full, "", []),
+        ):
             cursor.execute(
                 select(t, f"{t}.rowid, bm25({t})")
                 + f" AND {t}.rowid BETWEEN %s AND %s{floor_check}"
                 + " ORDER BY 2, 1 LIMIT %s OFFSET %s",  # by score, then id
-                [route.expression, *filter_params, oldest, newest, limit, offset],
+                [route.expression, *filter_params, oldest, newest, *floor_params, limit, offset],
             )
             scored = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
-            if scored:
+            if scored or offset >= len(candidates):  # a page past the end is empty anywhere
                 break
     return scored, len(candidates) >= filters.rank_window
 
