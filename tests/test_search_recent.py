@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import io
 import logging
+import pydoc
 from types import SimpleNamespace
 
 import pytest
@@ -336,6 +337,7 @@ def test_the_trim_is_scheduled_every_minute(db):
 
     schedule = Schedule.objects.get(func="search.tasks.trim_recent_index")
     assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == ("I", 1, -1)
+    assert pydoc.locate(schedule.func) is trim_recent_index  # the worker imports it by this path
 
 
 def test_on_postgresql_the_trim_has_nothing_to_do(db):
