@@ -260,6 +260,9 @@ def test_recent_rows_zero_turns_the_twins_off_and_back_on(session, hermes_config
     _assert_in_step("pear", "later")
     full = _bm25(fts.table("words"), parse("pear").routes[0].expression)
     assert _scores(search("pear", limit=20)) == full
+    out = io.StringIO()
+    call_command("reindex", stdout=out, stderr=io.StringIO())
+    assert "the recent twins are off" in out.getvalue() and _floor() is None
     hermes_config(search={"recent_rows": KEEP})
     trim_recent_index()
     assert _floor() == 0  # fewer messages than recent_rows: the twins hold them all again

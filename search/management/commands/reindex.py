@@ -37,10 +37,15 @@ class Command(BaseCommand):
         if wrong:
             detail = ", ".join(f"{t} has {n:,} rows, expected {e:,}" for t, (n, e) in wrong.items())
             raise CommandError(f"Index row counts differ from the indexed messages: {detail}.")
+        twins = (
+            "the recent twins are off"
+            if low is None
+            else f"the messages after id {low:,} also into their recent twins"
+        )
         self.stdout.write(
             self.style.SUCCESS(
-                f"Reindexed {expected:,} messages into {', '.join(counts)} (and the messages "
-                f"after id {low:,} into their recent twins); integrity check passed."
+                f"Reindexed {expected:,} messages into {', '.join(counts)} ({twins}); "
+                "integrity check passed."
             )
         )
 
