@@ -6,7 +6,10 @@ from __future__ import annotations
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
+
+# What replace_with_summary changes on the session; callers add their own fields and save.
+COUNTERS = ["live_messages", "live_tokens", "total_messages", "updated_at"]
 
 
 def archive_under(rows: QuerySet[Message], summary: Message) -> tuple[int, int]:
@@ -22,3 +25,17 @@ def archive_under(rows: QuerySet[Message], summary: Message) -> tuple[int, int]:
         summarized_by=summary,
     )
     return stats["n"] or 0, stats["tokens"] or 0
+
+
+def replace_with_summary(
+    locked: Session, rows: QuerySet[Message], **summary: object
+) -> tuple[Message, int]:
+    """Store a summary row (``summary``: its Message fields) and archive the live ones of
+    ``rows`` under it, moving the session's counters by exactly what changed (saved by the
+    caller, with ``COUNTERS``). Returns the summary and how many rows it replaced."""
+    row = Message.objects.create(session=locked, is_summary=True, **summary)
+    archived, archived_tokens = archive_under(rows, row)
+    locked.live_messages += 1 - archived
+    locked.live_tokens += row.token_count - archived_tokens
+    locked.total_messages += 1
+    return row, archived

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from compression import codex
 from compression import prompt as prompts
-from compression.archive import archive_under
+from compression.archive import COUNTERS, replace_with_summary
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import Selection, select, select_around
@@ -343,32 +343,21 @@ def _write_back(
             )
             return PassResult(Outcome.SKIPPED, event, model_failed=failed)
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
-        summary = Message.objects.create(
-            session=locked,
+        summary, archived = replace_with_summary(
+            locked,
+            span,
             position=first.position,
             role=role,
             content=content,
             token_count=summary_tokens,
-            is_summary=True,
             is_fallback_summary=fallback,
             covers_from_position=first.position,
             covers_to_position=last.position,
         )
-        archived, _ = archive_under(span, summary)
         now = timezone.now()
-        locked.live_messages = messages_before - archived + 1
-        locked.live_tokens = tokens_before - expected_tokens + summary_tokens
-        locked.total_messages += 1
         locked.compressions += 1
         locked.last_prompt_tokens = None  # the reported usage described the old context
-        fields = [
-            "live_messages",
-            "live_tokens",
-            "total_messages",
-            "compressions",
-            "last_prompt_tokens",
-            "updated_at",
-        ]
+        fields = [*COUNTERS, "compressions", "last_prompt_tokens"]
         if failed:
             locked.failure_streak += 1
             locked.cooldown_until = now + timedelta(seconds=config.failure_cooldown_seconds)

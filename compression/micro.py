@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from compression import prompt as prompts
-from compression.archive import archive_under
+from compression.archive import COUNTERS, archive_under, replace_with_summary
 from compression.engine import _claim, _release
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
@@ -169,24 +169,18 @@ def _fold(session: Session, config) -> MicroResult:
                 Outcome.SKIPPED, "the session changed while folding; nothing written"
             )
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
-        summary = Message.objects.create(
-            session=locked,
+        summary, absorbed = replace_with_summary(
+            locked,
+            Message.objects.filter(session=locked, pk__in=[m.pk for m in previous]),
             position=first.position,
             role=role,
             content=content,
             token_count=summary_tokens,
-            is_summary=True,
             is_fallback_summary=fallback,
             covers_from_position=first.covers_from_position or first.position,
             covers_to_position=group[-1].position,
         )
-        absorbed, absorbed_tokens = archive_under(
-            Message.objects.filter(session=locked, pk__in=[m.pk for m in previous]), summary
-        )
-        locked.live_messages += 1 - absorbed
-        locked.live_tokens += summary_tokens - absorbed_tokens
-        locked.total_messages += 1
-        locked.save(update_fields=["live_messages", "live_tokens", "total_messages", "updated_at"])
+        locked.save(update_fields=COUNTERS)
     # Step 2: the folded turn leaves the live context.
     archived = 0
     error = ""

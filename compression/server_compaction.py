@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
-from compression.archive import archive_under
+from compression.archive import COUNTERS, replace_with_summary
 from compression.models import CompressionEvent
 from compression.selection import SERVER_COMPACTION
 from sessions_app import tokens
@@ -139,27 +139,19 @@ def store_compaction(
         position = first.position if first is not None else locked.next_position
         summary_tokens = tokens.count_message({"role": "user", "content": content}, locked.model)
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
-        summary = Message.objects.create(
-            session=locked,
+        summary, archived = replace_with_summary(
+            locked,
+            Message.objects.filter(pk__in=[m.pk for m in replaced]),
             position=position,
             role=Message.Role.USER,
             content=content,
             token_count=summary_tokens,
-            is_summary=True,
             covers_from_position=replaced[0].position if replaced else None,
             covers_to_position=replaced[-1].position if replaced else None,
             extra={KEY: item},
         )
-        archived, archived_tokens = archive_under(
-            Message.objects.filter(pk__in=[m.pk for m in replaced]), summary
-        )
-        locked.live_messages = messages_before - archived + 1
-        locked.live_tokens = tokens_before - archived_tokens + summary_tokens
-        locked.total_messages += 1
         locked.compressions += 1
-        locked.save(
-            update_fields=["live_messages", "live_tokens", "total_messages", "compressions"]
-        )
+        locked.save(update_fields=[*COUNTERS, "compressions"])
         return CompressionEvent.objects.create(
             session=locked,
             trigger=CompressionEvent.Trigger.SERVER,
