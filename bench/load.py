@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compression.fake_model import FakeModelServer, Reply  # noqa: E402
-from tests.processes import _admin_connection  # noqa: E402
+from tests.processes import _admin_connection, wait_for  # noqa: E402
 
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
 REDIS = os.environ.get("HERMES_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -276,17 +276,17 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
         ]
         try:
             probe = Client(-1, port, key, [], 0, Stats())
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                    if probe._request(conn, "GET", "/api/v1/sessions")[0] == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("the web processes did not start")
-                time.sleep(0.3)
+            wait_for(
+                lambda: (
+                    probe._request(
+                        http.client.HTTPConnection("127.0.0.1", port, timeout=5),
+                        "GET",
+                        "/api/v1/sessions",
+                    )[0]
+                    == 200
+                ),
+                "the web processes",
+            )
             sessions = []
             for n in range(max(4, setup.clients // 4)):
                 _, body = probe._request(

@@ -8,8 +8,9 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dj_database_url
@@ -71,3 +72,33 @@ def isolated_env(
         if name is not None:
             with _admin_connection(os.environ["HERMES_DATABASE_URL"]) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def python(*args: str, env: dict[str, str], timeout: float = 180) -> str:
+    """Run ``python ARGS`` (a ``-c`` script or ``manage.py ...``) in the project directory with
+    ``env``; returns its stdout, or fails showing its stderr."""
+    result = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def wait_for(ready: Callable[[], bool], what: str, seconds: float = 60) -> None:
+    """Poll ``ready`` (a refused connection counts as not yet) until it answers True."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not answer within {seconds:.0f} s")
+        time.sleep(0.3)

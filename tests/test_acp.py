@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from compression.fake_model import FakeModelServer, Reply
-from tests.processes import ROOT, isolated_env
+from tests.processes import ROOT, isolated_env, python
 
 acp = pytest.importorskip("acp", reason="agent-client-protocol is not installed")
 from acp.schema import (  # noqa: E402 - after the skip
@@ -72,16 +72,7 @@ def _serve(env: dict[str, str], script) -> Any:
 
 
 def _search(env: dict[str, str], query: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "manage.py", "search", query, "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    return json.loads(out)
+    return json.loads(python("manage.py", "search", query, "--json", env=env))
 
 
 async def _prompt(conn, editor: Editor, session_id: str, text: str) -> tuple[str, str]:

@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.processes import isolated_env, on_postgres
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import ROOT, isolated_env, on_postgres, python
 
 SETUP = """
 import django, os
@@ -63,27 +60,13 @@ print(positions == list(range(len(positions))), mode)
 """
 
 
-def _python(code: str, *args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
 def test_concurrent_writers_keep_positions_contiguous_and_counters_exact(tmp_path):
     with isolated_env(tmp_path, server="  sqlite_busy_timeout_seconds: 30\n") as env:
         _concurrent_writers(env)
 
 
 def _concurrent_writers(env: dict[str, str]) -> None:
-    session_id = _python(SETUP, env=env).strip().splitlines()[-1]
+    session_id = python("-c", SETUP, env=env).strip().splitlines()[-1]
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, session_id, str(n)],
@@ -99,7 +82,7 @@ def _concurrent_writers(env: dict[str, str]) -> None:
         _, stderr = writer.communicate(timeout=300)
         assert writer.returncode == 0, stderr
 
-    stored, recounted, shape = _python(CHECK, session_id, env=env).strip().splitlines()[-3:]
+    stored, recounted, shape = python("-c", CHECK, session_id, env=env).strip().splitlines()[-3:]
     live, tokens, total, next_position = map(int, stored.split())
     assert (live, tokens, total) == tuple(map(int, recounted.split()))
     # 1 system prompt + 4 writers x 25 batches x 2 messages; each writer rolled back 5 of its own.
@@ -192,9 +175,9 @@ def test_trimming_the_recent_search_indexes_while_writers_and_searches_run(tmp_p
         pytest.skip("SQLite FTS5 only: PostgreSQL has no recent indexes")
 
     with isolated_env(tmp_path, server="  sqlite_busy_timeout_seconds: 30\n") as env:
-        session_id = _python(SETUP, env=env).strip().splitlines()[-1]
+        session_id = python("-c", SETUP, env=env).strip().splitlines()[-1]
         # Enough rows that every search has hits and the trim has work from the start.
-        _python(STRESS_WRITER, session_id, "9", env=env)
+        python("-c", STRESS_WRITER, session_id, "9", env=env)
         stop = tmp_path / "stop"
 
         def start(code: str, *args: str) -> subprocess.Popen:
@@ -218,7 +201,7 @@ def test_trimming_the_recent_search_indexes_while_writers_and_searches_run(tmp_p
             stdout, stderr = helper.communicate(timeout=120)
             assert helper.returncode == 0, stderr
             counts.append(int(stdout.strip().splitlines()[-1]))
-        check = json.loads(_python(INDEX_CHECK, env=env).strip().splitlines()[-1])
+        check = json.loads(python("-c", INDEX_CHECK, env=env).strip().splitlines()[-1])
     trims, searches = counts
     assert trims > 10 and searches > 10  # both really ran alongside the writers
     assert check["mismatches"] == {} and check["twins_differ"] == []

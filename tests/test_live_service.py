@@ -8,17 +8,13 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from compression.fake_model import FakeModelServer, Reply
-from tests.processes import isolated_env
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import ROOT, isolated_env, python, wait_for
 
 
 def _free_port() -> int:
@@ -52,15 +48,7 @@ def service(tmp_path):
 
 def _processes(env: dict[str, str], model: FakeModelServer):
     manage = [sys.executable, "manage.py"]
-    out = subprocess.run(
-        [*manage, "create_channel", "live"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
+    out = python("manage.py", "create_channel", "live", env=env, timeout=60)
     key = out.split("store it now): ")[1].strip()
     port = _free_port()
     processes = [
@@ -81,16 +69,7 @@ def _processes(env: dict[str, str], model: FakeModelServer):
     ]
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the web process did not start")
-            time.sleep(0.3)
+        wait_for(lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web")
         yield base, key, model
     finally:
         for process in processes:

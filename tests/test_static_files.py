@@ -4,10 +4,8 @@ compressed copies, and the pages link the hashed names (issue: console, static f
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
-from tests.processes import ROOT, isolated_env
+from tests.processes import isolated_env, python
 
 CHECK = """
 import django; django.setup()
@@ -24,22 +22,8 @@ print(client.get("/console/").content.decode())
 
 def test_collectstatic_writes_hashed_compressed_files_that_the_pages_use(tmp_path):
     with isolated_env(tmp_path) as env:
-        subprocess.run(
-            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            timeout=300,
-        )
-        out = subprocess.run(
-            [sys.executable, "-c", CHECK],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        ).stdout
+        python("manage.py", "collectstatic", "--noinput", "-v0", env=env, timeout=300)
+        out = python("-c", CHECK, env=env)
     backend, page = out.split("\n", 1)
     assert backend == "hermes_site.storage.StaticStorage"
     static = tmp_path / "static" / "hermes"

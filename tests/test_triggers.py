@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +16,7 @@ from compression.models import CompressionEvent, ModelThresholdOverride
 from compression.triggers import classify_error, hygiene
 from sessions_app import services
 from sessions_app.models import Message, Session
-from tests.processes import isolated_env
+from tests.processes import isolated_env, python
 from tests.test_compression import assert_consistent, db_thread, turn
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -362,15 +360,7 @@ s = services.open_session(create_channel("c")[0], model="gpt-4o", system_prompt=
 services.append_messages(s, [m for n in range(12) for m in turn(n)], run_hooks=False)
 print(compress(s, max_passes=1).outcome, s.pk)
 """
-    out = subprocess.run(
-        [sys.executable, "-c", first],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.split()
+    out = python("-c", first, env=env).split()
     assert out[-2] == "fallback"  # the summary model was unreachable
     second = f"""
 import django; django.setup()
@@ -378,15 +368,7 @@ from compression import guards
 from sessions_app.models import Session
 print(guards.blocked(Session.objects.get(pk="{out[-1]}"), "threshold_post"))
 """
-    answer = subprocess.run(
-        [sys.executable, "-c", second],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    answer = python("-c", second, env=env)
     assert "cooldown after a failed summary until" in answer
 
 
