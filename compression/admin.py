@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from compression.models import CompressionEvent, ModelThresholdOverride
-from sessions_app.admin import ReadOnlyAdmin, SessionAdmin
+from sessions_app.admin import HermesAdmin, ReadOnlyAdmin, SessionAdmin
 from sessions_app.models import Session
 from sessions_app.services import reset_session
 
@@ -39,7 +38,7 @@ class CompressionEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ModelThresholdOverride)
-class ModelThresholdOverrideAdmin(admin.ModelAdmin):
+class ModelThresholdOverrideAdmin(HermesAdmin):
     list_display = (
         "pattern",
         "ratio",
@@ -127,22 +126,15 @@ class CompressingSessionAdmin(SessionAdmin):
         description="Compress now (in the background, ignoring cooldown)", permissions=["change"]
     )
     def compress_now(self, request: HttpRequest, queryset) -> None:
-        from django_q.tasks import async_task
+        from compression.triggers import enqueue_manual
 
-        ids = [str(pk) for pk in queryset.values_list("pk", flat=True)]
-        for session_id in ids:
-            transaction.on_commit(
-                lambda session_id=session_id: async_task(
-                    "compression.tasks.compress_task",
-                    session_id,
-                    CompressionEvent.Trigger.MANUAL_ADMIN,
-                    task_name=f"compress {session_id}",
-                    group="compression",
-                )
-            )
+        sessions = list(queryset)
+        for session in sessions:
+            enqueue_manual(session, CompressionEvent.Trigger.MANUAL_ADMIN)
         self.message_user(
             request,
-            f"Compression queued for {len(ids)} session(s); see Compression events for results.",
+            f"Compression queued for {len(sessions)} session(s); see Compression events for "
+            "results.",
         )
 
     @admin.action(

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from django.utils import timezone
-from django_q.tasks import async_task, fetch
+from django_q.tasks import fetch
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from compression.models import CompressionEvent
 from compression.tasks import result_dict
+from compression.triggers import enqueue_manual
 from compression.turn import run_turn
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
 from sessions_app.services import StateConflict, get_session_for_channel
@@ -74,15 +75,8 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
     session = get_session_for_channel(request.auth, session_id)
     if session.compressing_until and session.compressing_until > timezone.now():
         raise StateConflict("A compression of this session is already running.")
-    # The request wrote nothing, so there is no commit to wait for before enqueuing.
-    task_id = async_task(
-        "compression.tasks.compress_task",
-        str(session.pk),
-        CompressionEvent.Trigger.MANUAL_API,
-        payload.focus,
-        payload.around_position,
-        task_name=f"compress {session.pk}",
-        group="compression",
+    task_id = enqueue_manual(
+        session, CompressionEvent.Trigger.MANUAL_API, payload.focus, payload.around_position
     )
     if payload.wait:
         deadline = time.monotonic() + payload.wait_seconds

@@ -18,6 +18,7 @@ from compression.models import CompressionEvent
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
 from sessions_app.models import Message, Session
+from sessions_app.services.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 Trigger = CompressionEvent.Trigger
@@ -166,6 +167,37 @@ def _enqueue_task(path: str, session: Session, name: str, *args: Any) -> None:
     transaction.on_commit(
         lambda: async_task(path, session_id, *args, task_name=name, group="compression")
     )
+
+
+def enqueue_manual(
+    session: Session, trigger: str, focus: str | None = None, around: int | None = None
+) -> str:
+    """Queue an operator's or gateway's compression now and return the task id: such a request
+    writes nothing, so there is no commit to wait for. Raises InvalidInput for an ``around``
+    position the session does not have (the engine would otherwise compress near the tail)."""
+    from django_q.tasks import async_task
+
+    check_around(session, around)
+    return async_task(
+        "compression.tasks.compress_task",
+        str(session.pk),
+        trigger,
+        focus,
+        around,
+        task_name=f"compress {session.pk}",
+        group="compression",
+    )
+
+
+def check_around(session: Session, around: int | None) -> None:
+    if (
+        around is not None
+        and not Message.objects.filter(session=session, position=around, is_summary=False).exists()
+    ):
+        raise InvalidInput(
+            f"There is no message #{around} in this session; leave 'around' empty to compress "
+            "the whole middle."
+        )
 
 
 def after_append_hook(session: Session, usage: dict[str, Any] | None) -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
+from django import forms
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
@@ -15,13 +16,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
-from django_q.tasks import async_task
 
 from compression.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
+from compression.triggers import enqueue_manual
 from sessions_app.models import Message, Session
 from sessions_app.services import reset_session
+from sessions_app.services.errors import InvalidInput
 
 MAIN_FLOW_LIMIT = 500
 
@@ -110,35 +112,38 @@ CHANGE_SESSION = "sessions_app.change_session"
 @require_POST
 def compress(request: HttpRequest, session_id) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
-    focus = (request.POST.get("focus") or "").strip()[:500] or None
-    around = (request.POST.get("around") or "").strip().lstrip("#")
-    around_position = None
-    if around:
-        if (
-            not around.isdigit()
-            or len(around) > 9  # no session is that long; a huge number would overflow SQL
-            or not Message.objects.filter(
-                session=session, position=int(around), is_summary=False
-            ).exists()
-        ):
-            messages.error(
-                request,
-                f"There is no message #{around} in this session; nothing was queued. Leave "
-                "“around” empty to compress the whole middle.",
+    form = CompressForm(request.POST)
+    if form.is_valid():
+        try:
+            enqueue_manual(
+                session,
+                CompressionEvent.Trigger.MANUAL_ADMIN,
+                form.cleaned_data["focus"] or None,
+                form.cleaned_data["around"],
             )
-            return redirect("console:timeline", session_id=session.pk)
-        around_position = int(around)
-    async_task(
-        "compression.tasks.compress_task",
-        str(session.pk),
-        CompressionEvent.Trigger.MANUAL_ADMIN,
-        focus,
-        around_position,
-        task_name=f"compress {session.pk}",
-        group="compression",
-    )
+        except InvalidInput as exc:
+            form.add_error("around", exc.message)
+    if not form.is_valid():
+        problems = "; ".join(e for errors in form.errors.values() for e in errors)
+        messages.error(request, f"Nothing was queued: {problems}")
+        return redirect("console:timeline", session_id=session.pk)
     messages.success(request, "Compression queued; its event appears below when it is done.")
     return redirect("console:timeline", session_id=session.pk)
+
+
+class CompressForm(forms.Form):
+    focus = forms.CharField(max_length=500, required=False, strip=True)
+    around = forms.CharField(max_length=12, required=False, strip=True)
+
+    def clean_around(self) -> int | None:
+        text = self.cleaned_data["around"].removeprefix("#")
+        if not text:
+            return None
+        if not (text.isascii() and text.isdigit()) or int(text) >= 2**31:
+            raise forms.ValidationError(
+                f"“around” must be a message number such as 42, not {text!r}."
+            )
+        return int(text)
 
 
 @staff_member_required

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -14,7 +16,28 @@ from sessions_app.keys import issue_key, revoke_key
 from sessions_app.models import ApiKey, Channel, Message, Session
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class HermesAdmin(admin.ModelAdmin):
+    """Every model admin here: selected ids that are not ids of this model (a hand-made POST)
+    are refused with a message instead of failing inside Django's ``pk__in`` filter."""
+
+    def response_action(self, request: HttpRequest, queryset: QuerySet):
+        for value in request.POST.getlist(ACTION_CHECKBOX_NAME):
+            try:
+                pk = self.model._meta.pk.to_python(value)
+                if isinstance(pk, int) and not 0 < pk < 2**63:  # beyond any database integer
+                    raise ValueError(value)
+            except (ValidationError, ValueError):
+                self.message_user(
+                    request,
+                    f"{value[:40]!r} is not the id of a {self.model._meta.verbose_name}; "
+                    "nothing was done.",
+                    messages.ERROR,
+                )
+                return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset)
+
+
+class ReadOnlyAdmin(HermesAdmin):
     """History and audit trails: browsable, never added, edited or deleted from the admin."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -50,7 +73,7 @@ def _show_key_once(request: HttpRequest, channel: Channel, plaintext: str) -> No
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(HermesAdmin):
     list_display = ("name", "description", "active_keys", "session_count", "created_at")
     search_fields = ("name", "description")
     inlines = [ApiKeyInline]
@@ -78,7 +101,7 @@ class ChannelAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(HermesAdmin):
     list_display = ("__str__", "channel", "label", "created_at", "last_used_at", "revoked_at")
     list_filter = ("channel", ("revoked_at", admin.EmptyFieldListFilter))
     readonly_fields = ("channel", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
@@ -99,7 +122,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(HermesAdmin):
     list_display = (
         "__str__",
         "channel",

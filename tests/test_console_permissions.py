@@ -150,10 +150,33 @@ def test_staff_with_the_change_right_get_every_action(world, django_capture_on_c
 def test_compressing_around_a_message_that_does_not_exist_queues_nothing(world, admin_client):
     session, _ = world
     url = reverse("console:compress", args=[session.pk])
-    for around in ("9999", "abc", "-3", "9" * 40):
-        page = admin_client.post(url, {"around": around}, follow=True).content.decode()
-        assert "nothing was queued" in page
+    for around in ("9999", "abc", "-3", "9" * 40, "²", "##5", "5" * 11):
+        response = admin_client.post(url, {"around": around, "focus": "x"}, follow=True)
+        assert response.status_code == 200, around
+        assert "Nothing was queued" in response.content.decode(), around
+    response = admin_client.post(url, {"focus": "f" * 501}, follow=True)
+    assert "Nothing was queued" in response.content.decode()
     assert not CompressionEvent.objects.exists()
+
+
+def test_an_admin_action_on_ids_that_are_not_ids_does_nothing_and_says_so(world, admin_client):
+    session, _ = world
+    for url in (
+        reverse("admin:sessions_app_session_changelist"),
+        reverse("admin:sessions_app_channel_changelist"),
+        reverse("admin:sessions_app_apikey_changelist"),
+    ):
+        for bogus in ("not-an-id", "²", "1" * 60):
+            action = "revoke" if "apikey" in url else "delete_selected"
+            if "session_" in url:
+                action = "reset_sessions"
+            response = admin_client.post(
+                url, {"action": action, "_selected_action": [bogus]}, follow=True
+            )
+            assert response.status_code == 200, (url, bogus)
+            assert "nothing was done" in response.content.decode(), (url, bogus)
+    session.refresh_from_db()
+    assert session.live_messages > 1  # the reset never ran
 
 
 def test_every_html_page_carries_a_content_security_policy(world, admin_client):

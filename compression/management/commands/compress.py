@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from compression.engine import AlreadyRunning, compress
 from compression.models import CompressionEvent
-from sessions_app.services import NotFound, get_session_for_channel
+from compression.triggers import check_around
+from sessions_app.services import InvalidInput, NotFound, get_session_for_channel
 
 
 class Command(BaseCommand):
@@ -21,6 +22,10 @@ class Command(BaseCommand):
         try:
             target = get_session_for_channel(None, session)
         except NotFound as exc:
+            raise CommandError(exc.message) from None
+        try:
+            check_around(target, around)
+        except InvalidInput as exc:
             raise CommandError(exc.message) from None
         try:
             result = compress(
