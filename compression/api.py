@@ -17,6 +17,7 @@ from compression.triggers import enqueue_manual
 from compression.turn import run_turn
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
 from sessions_app.services import StateConflict, get_session_for_channel
+from sessions_app.services.validation import check_text
 
 router = Router(tags=["compression"])
 ERRORS = {401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 501: ErrorOut}
@@ -164,6 +165,7 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
         raise StateConflict(
             "This session was not opened with a codex_thread_id; it has no Codex thread."
         )
+    check_text(payload.notifications, "notifications")
     recorded = codex.record_notifications(session, payload.notifications)
     session.refresh_from_db()
     return {"recorded": recorded, "compressions": session.compressions}

@@ -238,7 +238,8 @@ def _notification_key(message: dict[str, Any]) -> str:
     params = _params(message)
     item = params.get("item")
     item = item if isinstance(item, dict) else {}
-    return str(item.get("id") or f"{params.get('threadId')}/{params.get('turnId')}")
+    key = str(item.get("id") or f"{params.get('threadId')}/{params.get('turnId')}")
+    return key[:200]  # ids are short; a longer one is not worth storing whole
 
 
 def compact_thread(session: Session, trigger: str) -> CompressionEvent:
@@ -326,7 +327,9 @@ def record_notifications(session: Session, messages: list[dict[str, Any]]) -> in
                 trigger=CompressionEvent.Trigger.CODEX,
                 path=Path.CODEX_NATIVE,
                 outcome=Outcome.COMPRESSED,
-                reason=f"Codex compacted thread {thread} itself (turn {params.get('turnId')})",
+                reason=f"Codex compacted thread {thread} itself (turn {params.get('turnId')})"[
+                    :300
+                ],
                 tokens_before=locked.live_tokens,
                 messages_before=locked.live_messages,
                 summary_model="codex app server",

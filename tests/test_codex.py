@@ -235,3 +235,21 @@ def test_odd_notifications_are_ignored_not_an_error(gateway, hermes_config):
     ]
     response = gateway.post(f"/sessions/{sid}/codex/notifications", {"notifications": odd})
     assert response.status_code == 200 and response.json()["recorded"] == 0
+
+
+def test_notifications_with_unstorable_or_huge_text_answer_422_or_are_bounded(
+    gateway, hermes_config
+):
+    codex(hermes_config, "native")
+    sid = open_codex(gateway)
+    url = f"/sessions/{sid}/codex/notifications"
+    for bad in ("turn\x00id", "\ud800"):
+        note = {"method": "thread/compacted", "params": {"threadId": "thr_42", "turnId": bad}}
+        response = gateway.post(url, {"notifications": [note]})
+        assert response.status_code == 422, response.content
+        assert "notifications[0].params.turnId" in response.json()["detail"]
+    long = {"method": "thread/compacted", "params": {"threadId": "thr_42", "turnId": "t" * 5000}}
+    response = gateway.post(url, {"notifications": [long]})
+    assert response.status_code == 200 and response.json()["recorded"] == 1
+    event = CompressionEvent.objects.get(session_id=sid, trigger="codex")
+    assert len(event.reason) <= 300
