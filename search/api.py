@@ -8,8 +8,9 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from search.filters import storable_time
 from search.service import Filters, InvalidQuery, SearchResult, search
 from sessions_app.api.schemas import ErrorOut
 from sessions_app.services import InvalidInput
@@ -27,6 +28,11 @@ class SearchQuery(Schema):
     window: int = Field(2, ge=0, le=20, description="Messages before and after each hit.")
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10_000)
+
+    @field_validator("since", "until")
+    @classmethod
+    def _storable(cls, value: datetime | None) -> datetime | None:
+        return storable_time(value)
 
     @model_validator(mode="after")
     def _range(self) -> SearchQuery:

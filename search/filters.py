@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 
@@ -31,3 +31,16 @@ class Filters:
             scan_rows=self.scan_rows or config.scan_rows,
             rank_window=self.rank_window or config.rank_window,
         )
+
+
+def storable_time(value: datetime | None) -> datetime | None:
+    """A time bound the database can compare: within years 1-9999 once moved to UTC (year 1 at
+    +01:00 is year 0 in UTC, which no backend can store). Raises ValueError saying so."""
+    if value is not None and value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(
+                f"{value.isoformat()} is outside the years 1-9999 once converted to UTC"
+            ) from None
+    return value

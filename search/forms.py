@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS
 from sessions_app.models import Message
 
@@ -34,6 +35,18 @@ class SearchForm(forms.Form):
         if not value.strip():
             raise forms.ValidationError("Type at least one word or character.")
         return value
+
+    def clean_since(self):
+        return self._storable("since")
+
+    def clean_until(self):
+        return self._storable("until")
+
+    def _storable(self, name: str):
+        try:
+            return storable_time(self.cleaned_data[name])
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def clean(self):
         data = super().clean()

@@ -297,6 +297,8 @@ def test_tool_call_arguments_are_searchable(gateway):
         ({"q": "a", "limit": 0}, "limit"),
         ({"q": "a", "since": "yesterday"}, "since"),
         ({"q": "a", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}, "since"),
+        ({"q": "a", "since": "0001-01-01T00:00:00+01:00"}, "years 1-9999"),
+        ({"q": "a", "until": "9999-12-31T23:59:00-01:00"}, "years 1-9999"),
         ({}, "q"),
     ],
 )
@@ -386,6 +388,9 @@ def test_the_search_page_needs_staff_and_shows_errors(client, admin_client, db):
     response = admin_client.get("/console/search/", {"q": "x", "kind": "bogus"})
     assert response.status_code == 400
     assert "Select a valid choice" in response.content.decode()
+    response = admin_client.get("/console/search/", {"q": "x", "since": "0001-01-01 00:00+01:00"})
+    assert response.status_code == 400
+    assert "years 1-9999" in response.content.decode()
     assert admin_client.get("/console/search/").status_code == 200
 
 
