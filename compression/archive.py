@@ -9,7 +9,7 @@ from django.utils import timezone
 from sessions_app.models import Message, Session
 
 # What replace_with_summary changes on the session; callers add their own fields and save.
-COUNTERS = ["live_messages", "live_tokens", "total_messages", "updated_at"]
+COUNTERS = ["live_messages", "live_tokens", "total_messages", "last_prompt_tokens", "updated_at"]
 
 
 def archive_under(rows: QuerySet[Message], summary: Message) -> tuple[int, int]:
@@ -38,4 +38,5 @@ def replace_with_summary(
     locked.live_messages += 1 - archived
     locked.live_tokens += row.token_count - archived_tokens
     locked.total_messages += 1
+    locked.last_prompt_tokens = None  # the usage a model last reported described the old context
     return row, archived

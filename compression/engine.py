@@ -356,8 +356,7 @@ def _write_back(
         )
         now = timezone.now()
         locked.compressions += 1
-        locked.last_prompt_tokens = None  # the reported usage described the old context
-        fields = [*COUNTERS, "compressions", "last_prompt_tokens"]
+        fields = [*COUNTERS, "compressions"]
         if failed:
             locked.failure_streak += 1
             locked.cooldown_until = now + timedelta(seconds=config.failure_cooldown_seconds)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from compression import codex, guards
 from compression import prompt as prompts
 from compression.archive import COUNTERS, archive_under, replace_with_summary
 from compression.engine import _claim, _release
@@ -61,9 +62,14 @@ def turns_since_last_fold(session: Session) -> int:
 
 
 def due(session: Session) -> bool:
+    """Micro-compaction is automatic: the master switch, a Codex thread, a cooldown after a
+    failed summary and the anti-thrash lock hold it back as they do every automatic trigger; a
+    Codex session's context is its Codex thread, not our rows, in every mode."""
     config = get_config().compression
-    if not config.micro_compact or (session.provider_state or {}).get("codex"):
-        return False  # a Codex session's context is its Codex thread, not our rows
+    if not config.micro_compact or codex.thread_id(session) is not None:
+        return False
+    if guards.blocked(session, Trigger.MICRO):
+        return False
     return turns_since_last_fold(session) >= config.micro_compact_every_n_turns
 
 

@@ -78,7 +78,9 @@ def decide(
             threshold=threshold.tokens,
         )
         reason = f"{why}, but {block}"
-        if guards.held(session) and pruning.wanted(tokens, threshold.tokens):
+        # Pruning is what a session held back by its own cooldown or lock can still do; the
+        # master switch and a Codex thread hold it back too.
+        if block == guards.held(session) and pruning.wanted(tokens, threshold.tokens):
             enqueue_prune(session, trigger)
             reason += "; proactive pruning queued"
         return Decision(trigger, "locked", reason)
@@ -98,7 +100,7 @@ def run_automatic(
     block = guards.blocked(session, trigger, bypass_locks=bypass_locks)
     if block:
         _record(session, trigger, Outcome.LOCKED, block)
-        if guards.held(session) and pruning.wanted(
+        if block == guards.held(session) and pruning.wanted(
             session.live_tokens, threshold_for(session).tokens
         ):
             pruned = pruning.prune(session, trigger)

@@ -4,8 +4,11 @@ beside the originals until the next full compression cleans up (F4)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from compression import micro
 from compression.engine import compress
@@ -201,3 +204,19 @@ def test_a_fold_never_reorders_the_context_around_a_later_local_summary(
     assert result.summary.position == summaries[0].position
     assert Message.objects.get(pk=summaries[1].pk).active, "the local summary is left alone"
     assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_the_master_switch_and_a_cooldown_hold_micro_compaction_back(
+    gateway, micro_on, django_capture_on_commit_callbacks
+):
+    micro_on(enabled=False)
+    sid = gateway.open(system_prompt="sys")["id"]
+    take_turns(gateway, sid, range(6), django_capture_on_commit_callbacks)
+    assert not CompressionEvent.objects.filter(trigger="micro").exists()
+    micro_on()
+    Session.objects.filter(pk=sid).update(cooldown_until=timezone.now() + timedelta(hours=1))
+    take_turns(gateway, sid, range(6, 9), django_capture_on_commit_callbacks)
+    assert not CompressionEvent.objects.filter(trigger="micro").exists()
+    Session.objects.filter(pk=sid).update(cooldown_until=None)
+    take_turns(gateway, sid, range(9, 10), django_capture_on_commit_callbacks)
+    assert CompressionEvent.objects.filter(trigger="micro", outcome="compressed").exists()

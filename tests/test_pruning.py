@@ -176,3 +176,24 @@ def test_a_session_under_the_threshold_is_not_pruned(gateway, pruning_on):
     gateway.post(f"/sessions/{sid}/messages", {"messages": tool_turn(0, BIG) + tool_turn(1, BIG)})
     session = Session.objects.get(pk=sid)
     assert not pruning.wanted(session.live_tokens, threshold_for(session).tokens)
+
+
+def test_the_master_switch_off_holds_pruning_back_too(
+    gateway, held_back, hermes_config, django_capture_on_commit_callbacks
+):
+    hermes_config(
+        compression={
+            "enabled": False,
+            "proactive_prune_tokens": 1_000,
+            "proactive_prune_min_result_chars": 2_000,
+            "proactive_prune_min_reclaim_tokens": 500,
+        }
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = gateway.post(
+            f"/sessions/{held_back}/messages", {"messages": [{"role": "user", "content": "hi"}]}
+        )
+    decision = response.json()["decisions"][0]
+    assert decision["action"] == "locked" and "compression.enabled" in decision["reason"]
+    assert "pruning" not in decision["reason"]
+    assert not Message.objects.filter(session_id=held_back, pruned_at__isnull=False).exists()
