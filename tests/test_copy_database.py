@@ -195,3 +195,62 @@ def test_a_postgresql_dump_restores_into_a_working_database(tmp_path: Path):
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     after.pop("new_id")
     assert after == before and before["found"]
+
+
+def test_targets_that_cannot_hold_the_copy_are_refused_before_anything_is_written(
+    tmp_path: Path,
+):
+    import sqlite3
+
+    foreign = tmp_path / "foreign.sqlite3"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    with isolated_env(tmp_path) as env:
+        same = env.get("HERMES_DATABASE_URL") or f"sqlite:///{tmp_path / 'hermes.sqlite3'}"
+        cases = {
+            "mysql://app@127.0.0.1/hermes": "must be PostgreSQL",
+            "postgres://app@127.0.0.1": "names no database",
+            "sqlite://": "names no database",
+            same: "the database this service already uses",
+            f"sqlite:///{foreign}": "table(s) of something else",
+        }
+        for url, message in cases.items():
+            result = _run([sys.executable, "manage.py", "copy_database", url], env, check=False)
+            assert result.returncode != 0, url
+            assert message in result.stderr, (url, result.stderr[-500:])
+            assert "Traceback" not in result.stderr, url
+    with sqlite3.connect(foreign) as db:  # not migrated into
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert tables == {"invoices"}
+
+
+OPERATOR_SCHEDULE = """
+import django; django.setup()
+from django_q.models import Schedule
+trim = Schedule.objects.get(func="search.tasks.trim_recent_index")
+fields = {"name": trim.name, "func": trim.func, "schedule_type": "I", "minutes": 1, "repeats": -1}
+taken = trim.pk
+trim.delete()  # an operator's own schedule took the id the target gives the trim schedule
+Schedule.objects.create(id=taken, name="operator nightly", func="math.floor", schedule_type="D")
+Schedule.objects.create(id=taken + 50, **fields)
+"""
+
+TARGET_SCHEDULES = """
+import django, json; django.setup()
+from django_q.models import Schedule
+print(json.dumps(sorted(Schedule.objects.values_list("name", flat=True))))
+"""
+
+
+def test_schedules_are_copied_by_name_whatever_ids_they_had(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'copy.sqlite3'}"
+    with isolated_env(tmp_path) as env:
+        _run([sys.executable, "-c", OPERATOR_SCHEDULE], env)
+        _run([sys.executable, "manage.py", "copy_database", url], env)
+        names = json.loads(
+            _run([sys.executable, "-c", TARGET_SCHEDULES], {**env, "HERMES_DATABASE_URL": url})
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+    assert "operator nightly" in names
+    assert len(names) == len(set(names))  # none doubled

@@ -8,7 +8,7 @@ NAME = "hermes: idle compression sweep"
 
 def create(apps, schema_editor):
     Schedule = apps.get_model("django_q", "Schedule")
-    Schedule.objects.update_or_create(
+    Schedule.objects.using(schema_editor.connection.alias).update_or_create(
         name=NAME,
         defaults={
             "func": "compression.tasks.idle_sweep",
@@ -20,7 +20,9 @@ def create(apps, schema_editor):
 
 
 def drop(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.filter(name=NAME).delete()
+    apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).filter(
+        name=NAME
+    ).delete()
 
 
 class Migration(migrations.Migration):

@@ -11,7 +11,9 @@ NAME = "hermes: trim the recent search indexes"
 
 
 def create(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.update_or_create(
+    apps.get_model("django_q", "Schedule").objects.using(
+        schema_editor.connection.alias
+    ).update_or_create(
         name=NAME,
         defaults={
             "func": "search.tasks.trim_recent_index",
@@ -33,7 +35,9 @@ def create(apps, schema_editor):
 
 
 def drop(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.filter(name=NAME).delete()
+    apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).filter(
+        name=NAME
+    ).delete()
 
 
 class Migration(migrations.Migration):

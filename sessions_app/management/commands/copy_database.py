@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import dj_database_url
 from django.apps import apps
@@ -31,6 +32,21 @@ SKIPPED = {
     "django_q.ormq",  # queued tasks: drain the queue before moving
 }
 UNIQUE_BY_NAME = {"django_q.schedule"}  # the target's migrations created some already
+
+
+SUPPORTED = {"django.db.backends.postgresql", "django.db.backends.sqlite3"}
+
+
+def _identity(settings: dict) -> tuple:
+    """What makes two connection settings the same database."""
+    if settings["ENGINE"].endswith("sqlite3"):
+        return ("sqlite", Path(settings["NAME"]).resolve())
+    return (
+        "postgresql",
+        settings.get("HOST") or "",
+        str(settings.get("PORT") or ""),
+        settings["NAME"],
+    )
 
 
 @contextmanager
@@ -89,6 +105,12 @@ class Command(BaseCommand):
             target = dj_database_url.parse(url)
         except ValueError as exc:
             raise CommandError(f"{url!r} is not a database URL: {exc}") from None
+        if target["ENGINE"] not in SUPPORTED:
+            raise CommandError(
+                f"{url!r}: the target must be PostgreSQL (postgres://…) or SQLite (sqlite:///…)."
+            )
+        if not target["NAME"] or str(target["NAME"]) == ":memory:":
+            raise CommandError(f"{url!r} names no database to copy into.")
         configured = connections.configure_settings({"default": target})["default"]
         connections.settings[TARGET] = configured
         try:
@@ -100,9 +122,7 @@ class Command(BaseCommand):
     def _copy(self, batch: int) -> None:
         self.skipped: dict[str, int] = {}
         source, target = connections["default"], connections[TARGET]
-        if source.settings_dict["NAME"] == target.settings_dict["NAME"] and (
-            source.vendor == target.vendor
-        ):
+        if _identity(source.settings_dict) == _identity(target.settings_dict):
             raise CommandError("The target is the database this service already uses.")
         try:
             target.ensure_connection()
@@ -111,6 +131,12 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Cannot open the target database ({where}): {str(exc).strip()[:300]}"
             ) from None
+        tables = set(target.introspection.table_names())
+        if tables and "django_migrations" not in tables:
+            raise CommandError(
+                f"The target holds {len(tables)} table(s) of something else "
+                f"({', '.join(sorted(tables)[:3])}…); copy into an empty database."
+            )
         self.stdout.write(f"Migrating the target ({target.vendor})…")
         call_command("migrate", database=TARGET, interactive=False, verbosity=0)
         plan = _models()
@@ -193,8 +219,10 @@ class Command(BaseCommand):
                     if dangling:  # a grant of a permission the target does not have
                         skipped += 1
                         continue
-                    if existing and getattr(row, "name", None) in existing:
-                        continue
+                    if meta.label_lower in UNIQUE_BY_NAME:
+                        if row.name in existing:
+                            continue
+                        row.pk = None  # nothing refers to it; the target's ids are its own
                     row._state.db = TARGET
                     out.append(row)
                 model._default_manager.using(TARGET).bulk_create(out, batch_size=batch)
