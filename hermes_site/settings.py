@@ -113,7 +113,16 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("HERMES_DATABASE_URL") or _server.database_url
 _sqlite_path = DATA_DIR / "hermes.sqlite3"
 if DATABASE_URL.lower().startswith("sqlite"):
-    _sqlite_path = Path(dj_database_url.parse(DATABASE_URL)["NAME"])
+    try:
+        _sqlite_name = str(dj_database_url.parse(DATABASE_URL)["NAME"])
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"server.database_url: {exc}") from None
+    if not _sqlite_name or _sqlite_name == ":memory:":
+        raise ImproperlyConfigured(
+            "server.database_url: a SQLite URL needs a file (sqlite:////var/lib/hermes/db.sqlite3);"
+            " an in-memory database would lose everything when the process ends"
+        )
+    _sqlite_path = BASE_DIR / _sqlite_name  # a relative file is in the project, like data_dir
     DATABASE_URL = ""
 if DATABASE_URL:
     try:

@@ -320,6 +320,24 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
     assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
         f"django.db.backends.sqlite3 {tmp_path}/other.sqlite3 None default"
     )
+    relative = settings_with(HERMES_DATABASE_URL="sqlite:///var/other.sqlite3")
+    assert relative == f"django.db.backends.sqlite3 {ROOT}/var/other.sqlite3 None default"
+    for junk, message in (
+        ("sqlite://", "needs a file"),
+        ("sqlitex://x/y", "server.database_url"),
+        ("mysql://u@h/db", "only PostgreSQL"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**base, "HERMES_DATABASE_URL": junk},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode != 0 and message in result.stderr, (junk, result.stderr[-400:])
+        assert "ImproperlyConfigured: server.database_url" in result.stderr, junk
 
 
 def test_the_postgresql_pass_really_runs_on_postgresql_and_redis():
