@@ -36,10 +36,16 @@ def trim_recent_index() -> int:
             low = fts.fill_recent(cursor, keep)
             logger.info("recent search indexes %s", f"from id {low}" if keep else "off")
             return 0
+    return trim(keep)
+
+
+def trim(keep: int, batch: int = 2_000) -> int:
+    """Raise the floor to the newest ``keep`` ids in steps of ``batch``, each step its own write
+    transaction; returns how far it rose."""
     moved = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            step = fts.trim_step(cursor, keep)
+            step = fts.trim_step(cursor, keep, batch)
         if not step:
             return moved
         moved += step

@@ -20,7 +20,7 @@ from search import fts
 from search.apps import _ensure_indexes as _after_migrate
 from search.query import parse
 from search.service import Filters, search
-from search.tasks import trim_recent_index
+from search.tasks import trim, trim_recent_index
 from sessions_app import services
 from sessions_app.models import Message, Session
 
@@ -59,13 +59,7 @@ def _set_floor(value: int | None) -> None:
 
 def _trim(keep: int) -> int:
     """The worker's trim down to the newest ``keep`` ids (below the configurable minimum)."""
-    moved = 0
-    while True:
-        with transaction.atomic(), connection.cursor() as cursor:
-            step = fts.trim_step(cursor, keep=keep)
-        if not step:
-            return moved
-        moved += step
+    return trim(keep)
 
 
 def _matches(t: str, term: str, above: int = 0) -> set[int]:
