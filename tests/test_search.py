@@ -279,6 +279,11 @@ def test_tool_call_arguments_are_searchable(gateway):
     body = found(gateway, "settings_prod.py")
     assert [h["message"]["role"] for h in body["hits"]] == ["assistant"]
     assert "<mark>settings_prod.py</mark>" in body["hits"][0]["excerpt_html"]
+    # The bounded scan reads the same text as the indexes on both backends: a call's name and
+    # arguments, not the JSON around them ("id" is a key of every tool call).
+    scanned = found(gateway, "id")
+    assert scanned["index"] is None and scanned["hits"] == []
+    assert [h["message"]["role"] for h in found(gateway, "_p")["hits"]] == ["assistant"]
 
 
 # --- Bad input --------------------------------------------------------------------------------

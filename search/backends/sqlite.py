@@ -18,7 +18,12 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     clauses = []
     params = []
     for needle in needles:
-        clauses.append("(m.content LIKE %s ESCAPE '\\' OR m.tool_calls LIKE %s ESCAPE '\\')")
+        # A tool call is matched by its name and arguments, as the indexes and PostgreSQL's
+        # scan see it, not by its JSON (whose keys every call has).
+        clauses.append(
+            "(m.content LIKE %s ESCAPE '\\' OR (m.tool_calls IS NOT NULL AND "
+            "hermes_index_text('trigram', NULL, m.tool_calls) LIKE %s ESCAPE '\\'))"
+        )
         params += [like_pattern(needle), like_pattern(needle)]
     return clauses, params
 
