@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 from sessions_app.models import Message
 
-SERVER_COMPACTION = "openai_compaction"  # compression.server_compaction.KEY
-
 
 @dataclass
 class Selection:
@@ -69,7 +67,7 @@ def select(
     head_end = _align_head_end(rows, head_end)
     # An OpenAI server compaction item stands for everything before it and cannot be summarised
     # (it is encrypted): it and what precedes it stay in the head.
-    anchors = [i for i, m in enumerate(rows) if m.extra and SERVER_COMPACTION in m.extra]
+    anchors = [i for i, m in enumerate(rows) if m.provider_item is not None]
     if anchors and anchors[-1] >= head_end:
         head_end = _align_head_end(rows, anchors[-1] + 1)
 

@@ -7,7 +7,7 @@ returns an opaque ``compaction`` item (``encrypted_content``) before its reply. 
 threshold is held above N (compression.threshold), so the server compacts first and ours is the
 safety net.
 
-The item is stored as a summary row (``extra["openai_compaction"]``) that replaces the live rows
+The item is stored as a summary row (``Message.provider_item``) that replaces the live rows
 before it -- archived, never deleted, still searchable -- and is replayed to the server in its
 place (OpenAI: "you can drop items that came before the most recent compaction item"). The
 system prompt stays live and goes as ``instructions``.
@@ -21,16 +21,26 @@ from django.db import transaction
 
 from compression.archive import COUNTERS, replace_with_summary
 from compression.models import CompressionEvent
-from compression.selection import SERVER_COMPACTION
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services.context import live_rows
 
-KEY = SERVER_COMPACTION
+KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
 PLACEHOLDER = (
     "[The conversation before this point was compacted by the OpenAI server; the model receives "
     "it as an encrypted compaction item. The original messages are archived and searchable.]"
 )
+
+
+def input_messages(rows: list[Message]) -> list[dict[str, Any]]:
+    """Live rows in chat form, with the compaction item where a row holds one."""
+    messages = []
+    for row in rows:
+        message = row.as_openai()
+        if row.provider_item is not None:
+            message[KEY] = row.provider_item
+        messages.append(message)
+    return messages
 
 
 def to_responses_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -148,7 +158,7 @@ def store_compaction(
             token_count=summary_tokens,
             covers_from_position=replaced[0].position if replaced else None,
             covers_to_position=replaced[-1].position if replaced else None,
-            extra={KEY: item},
+            provider_item=item,
         )
         locked.compressions += 1
         locked.save(update_fields=[*COUNTERS, "compressions"])

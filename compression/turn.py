@@ -209,7 +209,7 @@ def run_turn(
                 threshold = server_compact_threshold(session)
                 rows = live_rows(session)
                 reply, usage, compacted = call_responses(
-                    chat, [row.as_openai() for row in rows], threshold
+                    chat, server_compaction.input_messages(rows), threshold
                 )
                 if compacted is not None:
                     event = server_compaction.store_compaction(

@@ -173,6 +173,12 @@ class Message(models.Model):
     extra = models.JSONField(
         null=True, blank=True, help_text="Other OpenAI message fields, replayed verbatim."
     )
+    provider_item = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="An opaque item a provider returned, sent back only to that provider "
+        "(an OpenAI compaction item); never part of the chat-completions message.",
+    )
     token_count = models.PositiveIntegerField(
         default=0, help_text="Tokens this row costs in the live context (after any pruning)."
     )

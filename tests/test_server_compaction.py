@@ -87,10 +87,7 @@ def test_a_compaction_item_replaces_the_context_and_is_replayed_next_turn(
         Message.objects.filter(session_id=sid, active=True).order_by("position", "-is_summary")
     )
     assert [m.role for m in live] == ["system", "user", "assistant"]
-    assert (
-        live[1].is_summary
-        and live[1].extra["openai_compaction"]["encrypted_content"] == "enc-blob-1"
-    )
+    assert live[1].is_summary and live[1].provider_item["encrypted_content"] == "enc-blob-1"
     assert live[2].content == "Compacted and answered."
     assert_consistent(Session.objects.get(pk=sid))
     # the originals the server folded away stay searchable
@@ -102,7 +99,7 @@ def test_a_compaction_item_replaces_the_context_and_is_replayed_next_turn(
     assert sent["instructions"] == "You are terse."
     assert sent["input"][0] == {
         "type": "compaction",
-        "id": live[1].extra["openai_compaction"]["id"],
+        "id": live[1].provider_item["id"],
         "encrypted_content": "enc-blob-1",
     }
     assert sent["input"][1:] == [
@@ -110,6 +107,9 @@ def test_a_compaction_item_replaces_the_context_and_is_replayed_next_turn(
         {"role": "user", "content": "Step 4: and now?"},
     ]
     assert "server-1" not in str(sent["input"])
+    # the gateway's chat-completions view of the context has no trace of the opaque item
+    context = gateway.get(f"/sessions/{sid}/context").json()
+    assert "enc-blob-1" not in str(context) and "openai_compaction" not in str(context)
 
 
 def test_models_outside_the_family_keep_chat_completions(gateway, server_side, model):
@@ -193,9 +193,35 @@ def test_our_own_compression_keeps_the_servers_compaction_item(gateway, server_s
         say(gateway, sid, f"later step {n}")
     response = gateway.post(f"/sessions/{sid}/compress", {"wait": True})
     assert response.json()["outcome"] in ("compressed", "fallback")
-    anchor = Message.objects.get(session_id=sid, extra__openai_compaction__id__isnull=False)
+    anchor = Message.objects.get(session_id=sid, provider_item__id__isnull=False)
     assert anchor.active, "the encrypted item cannot be summarised: it stays in the head"
     say(gateway, sid, "after our compression")
     sent = model.requests[-1].body["input"]
     assert sent[0]["encrypted_content"] == "enc-blob-2"
     assert any("summary" in str(item.get("content", "")).lower() for item in sent[1:3])
+
+
+def test_the_migration_moves_stored_compaction_items_out_of_the_replayed_fields(gateway):
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    sid = gateway.open(system_prompt="sys")["id"]
+    item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "enc"}
+    row = Message.objects.create(
+        session_id=sid,
+        position=9,
+        role="user",
+        content="[compacted]",
+        is_summary=True,
+        extra={"openai_compaction": item, "reasoning": "kept"},
+    )
+    plain = Message.objects.create(session_id=sid, position=10, role="user", content="hi")
+    migration = importlib.import_module("compression.migrations.0007_compaction_items_out_of_extra")
+    migration.move(apps, SimpleNamespace(connection=connection))
+    row.refresh_from_db()
+    plain.refresh_from_db()
+    assert row.provider_item == item and row.extra == {"reasoning": "kept"}
+    assert plain.provider_item is None and plain.extra is None
