@@ -117,7 +117,10 @@ class HermesAcpAgent:
                 title=f"ACP · {cwd}"[:300],
             ).session
 
-        session = await _in_thread(create)
+        try:
+            session = await _in_thread(create)
+        except ServiceError as exc:
+            raise RequestError.invalid_params({"detail": exc.message}) from None
         session_id = str(session.pk)
         # The client learns the session id from this response; advertise commands right after.
         asyncio.get_running_loop().call_later(

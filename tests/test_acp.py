@@ -180,10 +180,19 @@ def test_cancel_answers_cancelled_and_prompts_of_a_session_take_turns(tmp_path):
     ]
 
 
-def test_an_empty_channel_name_is_refused_before_serving(tmp_path):
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--channel", "  "], "--channel needs a name"),
+        (["--model", "m" * 500], "--model needs a model name"),
+        (["--model", "  "], "--model needs a model name"),
+        (["--system-prompt", b"not utf-8 \xff"], "invalid Unicode"),  # bytes as a shell passes
+    ],
+)
+def test_bad_arguments_are_refused_before_serving(tmp_path, args, message):
     with isolated_env(tmp_path) as env:
         result = subprocess.run(
-            [sys.executable, "manage.py", "acp", "--channel", "  "],
+            [sys.executable, "manage.py", "acp", *args],  # str or bytes
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -191,5 +200,6 @@ def test_an_empty_channel_name_is_refused_before_serving(tmp_path):
             timeout=60,
             stdin=subprocess.DEVNULL,
         )
-    assert result.returncode != 0 and "--channel needs a name" in result.stderr
+    assert result.returncode != 0 and message in result.stderr, result.stderr[-500:]
+    assert "Traceback" not in result.stderr
     assert result.stdout == "", "nothing but protocol JSON may reach stdout"

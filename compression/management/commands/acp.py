@@ -49,18 +49,28 @@ class Command(BaseCommand):
         from acp import run_agent
 
         from compression.acp_agent import HermesAcpAgent
-        from sessions_app.models import Channel
+        from sessions_app.models import Channel, Session
+        from sessions_app.services import InvalidInput
+        from sessions_app.services.validation import check_text, validate_message
 
         channel, limit = channel.strip(), Channel._meta.get_field("name").max_length
         if not channel or len(channel) > limit:
             raise CommandError(f"--channel needs a name (at most {limit} characters).")
 
+        model = model or get_config().model.default or "gpt-4o"
+        limit = Session._meta.get_field("model").max_length
+        try:
+            check_text({"model": model, "system_prompt": system_prompt}, "arguments")
+            validate_message({"role": "system", "content": system_prompt})
+            if not model.strip() or len(model) > limit:
+                raise InvalidInput(f"--model needs a model name (at most {limit} characters).")
+        except InvalidInput as exc:  # refused here, not on every session/new of the editor
+            raise CommandError(exc.message) from None
+
         chosen, _ = Channel.objects.get_or_create(
             name=channel, defaults={"description": "Editors speaking the Agent Client Protocol"}
         )
-        agent = HermesAcpAgent(
-            chosen, model or get_config().model.default or "gpt-4o", system_prompt
-        )
+        agent = HermesAcpAgent(chosen, model, system_prompt)
 
         async def serve() -> None:
             writer, reader = await _protocol_streams()
