@@ -80,6 +80,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         .order_by("trigger", "outcome")
     )
     labels = dict(CompressionEvent.Trigger.choices)
+    cooling = Session.objects.filter(cooldown_until__gt=now)
+    locked = Session.objects.filter(thrash_lock_until__gt=now)
     return render(
         request,
         "console/dashboard.html",
@@ -89,12 +91,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "by_trigger": [
                 {**row, "label": labels.get(row["trigger"], row["trigger"])} for row in by_trigger
             ],
-            "cooling": Session.objects.filter(cooldown_until__gt=now).order_by("cooldown_until")[
-                :50
-            ],
-            "locked": Session.objects.filter(thrash_lock_until__gt=now).order_by(
-                "thrash_lock_until"
-            )[:50],
+            "cooling": cooling.order_by("cooldown_until")[:50],
+            "cooling_count": cooling.count(),
+            "locked": locked.order_by("thrash_lock_until")[:50],
+            "locked_count": locked.count(),
             "largest": Session.objects.select_related("channel").order_by("-live_tokens")[:10],
             "width": WIDTH,
             "height": HEIGHT,

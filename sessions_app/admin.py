@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -85,13 +85,26 @@ class ChannelAdmin(HermesAdmin):
             issued = issue_key(obj, label=f"created in admin by {request.user.get_username()}")
             _show_key_once(request, obj, issued.plaintext)
 
-    @admin.display(description="active keys")
-    def active_keys(self, obj: Channel) -> int:
-        return obj.keys.filter(revoked_at__isnull=True).count()
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Channel]:
+        # The list's two counts in its one query (they were two queries per row).
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                active_key_count=Count(
+                    "keys", filter=Q(keys__revoked_at__isnull=True), distinct=True
+                ),
+                session_total=Count("sessions", distinct=True),
+            )
+        )
 
-    @admin.display(description="sessions")
+    @admin.display(description="active keys", ordering="active_key_count")
+    def active_keys(self, obj: Channel) -> int:
+        return obj.active_key_count
+
+    @admin.display(description="sessions", ordering="session_total")
     def session_count(self, obj: Channel) -> int:
-        return obj.sessions.count()
+        return obj.session_total
 
     @admin.action(description="Issue a new key for the selected channels (shown once)")
     def issue_new_key(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
