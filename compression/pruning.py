@@ -28,6 +28,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from compression.engine import _claim, _release
 from compression.models import CompressionEvent
 from compression.selection import select
 from compression.threshold import threshold_for
@@ -173,6 +174,11 @@ def prune(session: Session, trigger: str) -> PruneResult:
     """Prune ``session``'s live tool output if that reclaims enough; never raises."""
     config = get_config().compression
     threshold = threshold_for(session).tokens
+    # A compression summarising this session checks at write-back that the rows it read are
+    # unchanged; pruning under it would make it throw its summary away.
+    claim = _claim(session, 120)
+    if claim is None:
+        return PruneResult(Outcome.SKIPPED, "a compression of this session is running")
     try:
         with transaction.atomic():
             locked = Session.objects.select_for_update().get(pk=session.pk)
@@ -183,6 +189,8 @@ def prune(session: Session, trigger: str) -> PruneResult:
         logger.exception("proactive pruning of session %s failed", session.pk)
         result = PruneResult(Outcome.FAILED, f"pruning failed, session unchanged: {exc}"[:250])
         _record(session, result, trigger, threshold)
+    finally:
+        _release(session, claim)
     session.refresh_from_db()
     return result
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compression import guards
 from compression.engine import AlreadyRunning, CompressionResult, compress
 from sessions_app.models import Session
 
@@ -68,6 +69,8 @@ def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    if guards.held(session) is None:  # queued while held back; the hold has ended since
+        return {"session_id": session_id, "outcome": "skipped", "reason": "no longer held back"}
     result = pruning.prune(session, trigger)
     return {
         "session_id": session_id,
@@ -84,6 +87,8 @@ def micro_task(session_id: str) -> dict[str, Any]:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    if not micro.due(session):  # an earlier task of the same turns folded them already
+        return {"session_id": session_id, "outcome": "skipped", "reason": "no fold due"}
     result = micro.micro_compact(session)
     return {"session_id": session_id, "outcome": result.outcome, "reason": result.reason}
 

@@ -220,3 +220,13 @@ def test_the_master_switch_and_a_cooldown_hold_micro_compaction_back(
     Session.objects.filter(pk=sid).update(cooldown_until=None)
     take_turns(gateway, sid, range(9, 10), django_capture_on_commit_callbacks)
     assert CompressionEvent.objects.filter(trigger="micro", outcome="compressed").exists()
+
+
+def test_a_second_queued_fold_for_the_same_turns_does_nothing(gateway, micro_on):
+    from compression.tasks import micro_task
+
+    sid = gateway.open(system_prompt="sys")["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [m for n in range(6) for m in turn(n)]})
+    assert micro_task(sid)["outcome"] == "compressed"
+    assert micro_task(sid) == {"session_id": sid, "outcome": "skipped", "reason": "no fold due"}
+    assert CompressionEvent.objects.filter(trigger="micro").count() == 1

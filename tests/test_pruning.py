@@ -197,3 +197,21 @@ def test_the_master_switch_off_holds_pruning_back_too(
     assert decision["action"] == "locked" and "compression.enabled" in decision["reason"]
     assert "pruning" not in decision["reason"]
     assert not Message.objects.filter(session_id=held_back, pruned_at__isnull=False).exists()
+
+
+def test_pruning_waits_its_turn_while_a_compression_of_the_session_runs(held_back, pruning_on):
+    session = Session.objects.get(pk=held_back)
+    Session.objects.filter(pk=held_back).update(
+        compressing_until=timezone.now() + timedelta(minutes=5)
+    )
+    result = pruning.prune(session, "threshold_pre")
+    assert result.outcome == "skipped" and "compression of this session is running" in result.reason
+    assert not Message.objects.filter(session_id=held_back, pruned_at__isnull=False).exists()
+
+
+def test_a_prune_queued_while_held_back_does_nothing_once_the_hold_ended(held_back, pruning_on):
+    from compression.tasks import prune_task
+
+    Session.objects.filter(pk=held_back).update(cooldown_until=None)
+    assert prune_task(held_back, "threshold_pre")["reason"] == "no longer held back"
+    assert not Message.objects.filter(session_id=held_back, pruned_at__isnull=False).exists()
