@@ -41,7 +41,6 @@ class MicroResult:
     outcome: str  # compressed | fallback | skipped | failed
     reason: str
     summary: Message | None = None
-    archived: int = 0
 
 
 def turns_since_last_fold(session: Session) -> int:
@@ -231,4 +230,4 @@ def _fold(session: Session, config) -> MicroResult:
         error=error,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
-    return MicroResult(outcome, reason, summary, archived)
+    return MicroResult(outcome, reason, summary)

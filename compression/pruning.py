@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -50,7 +50,6 @@ class PruneResult:
     reason: str
     tokens_before: int = 0
     tokens_after: int = 0
-    rows: list[int] = field(default_factory=list)
 
     @property
     def reclaimed(self) -> int:
@@ -238,7 +237,6 @@ def _prune_locked(session: Session, config) -> PruneResult:
         f"pruned {len(new_counts)} tool message(s), reclaiming {reclaimed:,} tokens",
         before,
         before - reclaimed,
-        sorted(new_counts),
     )
 
 

@@ -247,21 +247,17 @@ class Message(models.Model):
             return self.Kind.SUMMARY if self.is_summary else self.Kind.LIVE
         return self.Kind.ARCHIVED if self.compressed else self.Kind.ROLLED_BACK
 
-    @property
-    def pruned(self) -> bool:
-        return self.pruned_at is not None
-
-    def as_openai(self, *, original: bool = False) -> dict:
-        """The message as the chat-completions API expects it: as the live context sends it
-        (pruned, if it was), or with ``original`` as it was said."""
+    def as_openai(self) -> dict:
+        """The message as the chat-completions API expects it, as the live context sends it
+        (pruned, if it was; ``content`` and ``tool_calls`` keep what was said)."""
         out: dict = dict(self.extra or {})
         out["role"] = self.role
-        if not original and self.pruned_content is not None:
+        if self.pruned_content is not None:
             out["content"] = self.pruned_content
         else:
             out["content"] = self.content_parts if self.content_parts is not None else self.content
         tool_calls = self.tool_calls
-        if not original and self.pruned_tool_calls is not None:
+        if self.pruned_tool_calls is not None:
             tool_calls = self.pruned_tool_calls
         if tool_calls:
             out["tool_calls"] = tool_calls
