@@ -88,9 +88,12 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
                     dict(task.result or {})
                     if task.success
                     else {
+                        # The worker's result is a traceback: it stays in the task record.
                         "session_id": str(session.pk),
                         "outcome": "failed",
-                        "error": str(task.result)[:500],
+                        "error": f"The compression task {task_id} did not finish (the worker "
+                        "stopped or timed out); the server log and the admin's failed tasks "
+                        "have the details.",
                     }
                 )
                 body["task_id"] = task_id

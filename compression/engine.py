@@ -23,7 +23,7 @@ from compression.archive import COUNTERS, replace_with_summary
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import Selection, select, select_around
-from compression.summarizer import SummaryFailed, summarize
+from compression.summarizer import SummaryFailed, summarize, vet
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
 from sessions_app import tokens
@@ -181,6 +181,15 @@ def _event(session: Session, trigger: str, outcome: str, **fields) -> Compressio
     )
 
 
+TAIL_FLOOR = 8  # messages a deeper pass never cuts the protected tail below
+
+
+def tail_length(protect_last_n: int, attempt: int) -> int:
+    """The protected tail of pass ``attempt`` (0 = the first): halved on each further pass, but
+    never below ``TAIL_FLOOR`` messages (or ``protect_last_n`` if that is smaller)."""
+    return max(min(TAIL_FLOOR, protect_last_n), protect_last_n >> attempt)
+
+
 def _one_pass(
     session: Session,
     trigger: str,
@@ -193,8 +202,8 @@ def _one_pass(
     use_model: bool = True,
     attempt_no: int = 1,
 ) -> PassResult:
-    """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time:
-    compressing the same selection again would only re-summarise the summary."""
+    """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time,
+    down to a floor: compressing the same selection again would only re-summarise the summary."""
     config = get_config().compression
     started = time.monotonic()
     session.refresh_from_db()
@@ -202,8 +211,11 @@ def _one_pass(
     full = select(
         live,
         protect_first_n=config.protect_first_n,
-        protect_last_n=max(2, config.protect_last_n >> attempt),
-        min_tail_user_messages=config.min_tail_user_messages,
+        protect_last_n=tail_length(config.protect_last_n, attempt),
+        # Deeper passes keep the latest intent whatever the setting says.
+        min_tail_user_messages=max(1, config.min_tail_user_messages)
+        if attempt
+        else config.min_tail_user_messages,
     )
     if around is not None:
         selection = select_around(
@@ -223,7 +235,7 @@ def _one_pass(
         )
         return PassResult(Outcome.SKIPPED, event)
 
-    budget = prompts.budget_tokens(selection.middle_tokens, config)
+    budget = prompts.budget_tokens(selection.middle_tokens, config, session.context_window)
     built = prompts.build_prompt(
         selection.chat,
         selection.previous_summaries,
@@ -244,6 +256,7 @@ def _one_pass(
                 config.context_total_ceiling_seconds,
             )
             summary = summarize(built, model, idle_timeout=idle, total_timeout=total)
+            vet(summary.text, selection.middle_tokens, _counter(session))
             text, fallback, model_name = summary.text, False, summary.model
         except SummaryFailed as failed:
             error, failure_kind = str(failed), failed.kind
@@ -284,6 +297,10 @@ def _one_pass(
     )
 
 
+def _counter(session: Session):
+    return lambda text: tokens.count_message({"role": "user", "content": text}, session.model)
+
+
 def _local(selection: Selection, config) -> str:
     return local_summary(
         selection.chat, selection.previous_summaries, config.fallback_summary_max_chars
@@ -319,10 +336,11 @@ def _write_back(
     expected_ids = {m.pk for m in selection.middle}
     expected_tokens = selection.middle_tokens
     content = prompts.wrap_summary(text, fallback=fallback)
-    role = prompts.summary_role(
+    placement = prompts.summary_role(
         selection.head[-1] if selection.head else None,
         selection.tail[0] if selection.tail else None,
     )
+    role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
@@ -349,6 +367,7 @@ def _write_back(
             position=first.position,
             role=role,
             content=content,
+            prefixes_next=placement.prefixes_next or None,
             token_count=summary_tokens,
             is_fallback_summary=fallback,
             covers_from_position=first.position,

@@ -101,6 +101,8 @@ def record(
     elif not (probe and known and savings >= config.anti_thrash_min_savings):
         # Runs, not passes: each run's first event. A good probe after a lock is not re-locked
         # by the runs that caused that lock: count only runs since the last lock ended.
+        # Micro-compaction folds one turn at a time by design: its folds are not full
+        # compressions and do not count here.
         window_start = now - timedelta(seconds=config.anti_thrash_window_seconds)
         if previous_lock is not None and previous_lock > window_start:
             window_start = previous_lock
@@ -109,6 +111,7 @@ def record(
                 session=session, created_at__gte=window_start, outcome__in=DONE, attempt=1
             )
             .exclude(trigger__in=MANUAL)
+            .exclude(path=CompressionEvent.Path.MICRO)
             .count()
         )
         if recent > config.anti_thrash_max_compressions:

@@ -25,8 +25,9 @@ from compression.engine import _claim, _release
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import select
-from compression.summarizer import SummaryFailed, summarize
+from compression.summarizer import SummaryFailed, summarize, vet
 from hermes_site.config import get_config
+from hermes_site.errors import report
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services.context import live_rows
@@ -99,6 +100,8 @@ def _summarise(chat: list[Message], previous: list[Message], target: int) -> tup
                 idle_timeout=config.context_timeout_seconds,
                 total_timeout=config.context_total_ceiling_seconds,
             )
+            # A fold is one turn: only the refusal rule applies, not the share of tokens.
+            vet(result.text, 0, len)
             return result.text, False, result.model
         except SummaryFailed as failed:
             logger.warning("micro-compaction summary failed: %s", failed)
@@ -120,8 +123,9 @@ def micro_compact(session: Session) -> MicroResult:
 def _fold(session: Session, config) -> MicroResult:
     started = time.monotonic()
     session.refresh_from_db()
+    live = live_rows(session)
     selection = select(
-        live_rows(session),
+        live,
         protect_first_n=config.protect_first_n,
         protect_last_n=config.protect_last_n,
         min_tail_user_messages=config.min_tail_user_messages,
@@ -145,13 +149,17 @@ def _fold(session: Session, config) -> MicroResult:
         return MicroResult(Outcome.SKIPPED, "no turn outside the protected tail to fold")
     group_tokens = sum(m.token_count for m in group)
     text, fallback, model_name = _summarise(
-        group, previous, prompts.budget_tokens(group_tokens, config)
+        group, previous, prompts.budget_tokens(group_tokens, config, session.context_window)
     )
     content = prompts.wrap_summary(text, fallback=fallback)
-    role = prompts.summary_role(
+    # The rolling summary's neighbours once the fold is done: the head's last row, and the row
+    # after the folded turn (the rest of the middle, or the tail).
+    after = live.index(group[-1]) + 1
+    placement = prompts.summary_role(
         selection.head[-1] if selection.head else None,
-        selection.tail[0] if selection.tail else None,
+        live[after] if after < len(live) else None,
     )
+    role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
     consolidated = False
     if summary_tokens > config.micro_compact_defrag_threshold_tokens:
@@ -180,6 +188,7 @@ def _fold(session: Session, config) -> MicroResult:
             position=first.position,
             role=role,
             content=content,
+            prefixes_next=placement.prefixes_next or None,
             token_count=summary_tokens,
             is_fallback_summary=fallback,
             covers_from_position=first.covers_from_position or first.position,
@@ -199,8 +208,7 @@ def _fold(session: Session, config) -> MicroResult:
             locked.live_tokens -= archived_tokens
             locked.save(update_fields=["live_messages", "live_tokens", "updated_at"])
     except Exception as exc:  # F4: keep the summary; originals stay live until a full compression
-        logger.exception("micro-compaction of %s: archiving the folded turn failed", session.pk)
-        error = f"{type(exc).__name__}: {exc}"
+        error = report(exc, f"micro-compaction of session {session.pk} (archiving the fold)")
     session.refresh_from_db()
     outcome = Outcome.FALLBACK if fallback else Outcome.COMPRESSED
     reason = (

@@ -28,10 +28,13 @@ INPUT_CUT = (
 )
 
 
-def budget_tokens(middle_tokens: int, config: CompressionConfig) -> int:
-    """L1: target_ratio of the compressed content, clamped to [min, max]."""
+def budget_tokens(middle_tokens: int, config: CompressionConfig, context_window: int) -> int:
+    """L1, as Hermes Agent computes it: ``target_ratio`` of the compressed content, at most
+    ``summary_window_ratio`` of the context window and ``summary_max_tokens``, at least
+    ``summary_min_tokens``: max(2,000, min(0.2 x middle, 0.05 x window, 10,000))."""
     target = int(middle_tokens * config.target_ratio)
-    return max(config.summary_min_tokens, min(config.summary_max_tokens, target))
+    window_cap = int(context_window * config.summary_window_ratio)
+    return max(config.summary_min_tokens, min(target, window_cap, config.summary_max_tokens))
 
 
 def clip_message(text: str, config: CompressionConfig) -> str:
@@ -162,14 +165,30 @@ def wrap_summary(text: str, *, fallback: bool) -> str:
     return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
 
 
-def summary_role(previous: Message | None, following: Message | None) -> str:
-    """The summary's role, chosen so roles still alternate where providers require it: after the
-    system prompt (or nothing) it must be a user message; after a user message an assistant one;
-    after an assistant or tool message a user one, unless the next message is the user's."""
-    if previous is None or previous.role == Message.Role.SYSTEM:
-        return Message.Role.USER
-    if previous.role == Message.Role.USER:
-        return Message.Role.ASSISTANT
-    if following is not None and following.role == Message.Role.USER:
-        return Message.Role.ASSISTANT
-    return Message.Role.USER
+@dataclass(frozen=True)
+class Placement:
+    role: str
+    prefixes_next: bool  # sent at the start of the next message, not as a message of its own
+
+
+def summary_role(previous: Message | None, following: Message | None) -> Placement:
+    """The summary's role, chosen from both neighbours so that no two user or two assistant
+    messages meet (providers that enforce alternation refuse that). After the system prompt or
+    nothing only a user message fits (a conversation opens with the user), after an assistant
+    message a user one, after a user message an assistant one, after a tool result either
+    (user first). A role equal to the next message's is ruled out too. Where nothing is left
+    (assistant | user, user | assistant, system | user) the summary goes ahead of the next
+    message's own text, as Hermes Agent does."""
+    Role = Message.Role
+    after = previous.role if previous is not None else None
+    if after == Role.TOOL:
+        candidates = [Role.USER, Role.ASSISTANT]
+    elif after == Role.USER:
+        candidates = [Role.ASSISTANT]
+    else:
+        candidates = [Role.USER]
+    before = following.role if following is not None else None
+    fitting = [role for role in candidates if role != before]
+    if fitting:
+        return Placement(fitting[0], False)
+    return Placement(before, True)

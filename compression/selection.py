@@ -43,7 +43,7 @@ def _align_head_end(rows: list[Message], end: int) -> int:
 
 def _align_tail_start(rows: list[Message], start: int) -> int:
     """Move the tail's first row back so a tool result never starts it without its call."""
-    while start > 0 and rows[start].role == Message.Role.TOOL:
+    while 0 < start < len(rows) and rows[start].role == Message.Role.TOOL:
         start -= 1
     return start
 
@@ -99,6 +99,8 @@ def select_around(
     start = max(head_len, index - radius)
     end = min(tail_start, index + radius + 1)
     start = max(head_len, _align_tail_start(rows, start))
+    if start > 0 and rows[start - 1].is_summary and rows[start - 1].prefixes_next:
+        start -= 1  # a summary sent ahead of the first row goes with it
     end = _align_tail_start(rows, end) if end < len(rows) else end
     if end <= start:
         start = end = max(head_len, min(start, tail_start))

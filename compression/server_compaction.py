@@ -23,7 +23,7 @@ from compression.archive import COUNTERS, replace_with_summary
 from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_rows
+from sessions_app.services.context import live_rows, sent
 
 KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
 PLACEHOLDER = (
@@ -35,8 +35,7 @@ PLACEHOLDER = (
 def input_messages(rows: list[Message]) -> list[dict[str, Any]]:
     """Live rows in chat form, with the compaction item where a row holds one."""
     messages = []
-    for row in rows:
-        message = row.as_openai()
+    for row, message in sent(rows):
         if row.provider_item is not None:
             message[KEY] = row.provider_item
         messages.append(message)

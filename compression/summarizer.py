@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import openai
@@ -100,6 +101,32 @@ def summarize(
     if not text:
         raise SummaryFailed("empty", "the model returned no summary text (or only reasoning)")
     return Summary(text=text, model=model.model)
+
+
+# A reply that opens like this and stays short is the model declining, not a summary.
+REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry\b|i apologi[sz]e|i can(?:'?t|not)\b|i'?m (?:not )?"
+    r"(?:unable|able)\b|i am unable|i won'?t|as an ai\b|unfortunately,? i\b"
+    r"|抱歉|对不起|很抱歉|我无法|我不能|申し訳)",
+    re.I,
+)
+REFUSAL_MAX_CHARS = 1_000  # a longer reply is a summary that happens to open apologetically
+MIN_SHARE = 0.01  # a summary under 1% of the tokens it replaces is absurdly short
+
+
+def vet(text: str, replaced_tokens: int, count: Callable[[str], int]) -> None:
+    """Raise SummaryFailed for a reply that must not become the summary: a refusal, or one
+    absurdly short for what it replaces (under ``MIN_SHARE`` of its tokens). Either is treated
+    as a failed call -- fallback, failure counters and cooldown -- never as a good summary."""
+    if len(text) < REFUSAL_MAX_CHARS and REFUSAL.match(text):
+        raise SummaryFailed("refusal", f"the model declined instead of summarising: {text[:120]!r}")
+    tokens = count(text)
+    if tokens < int(replaced_tokens * MIN_SHARE):
+        raise SummaryFailed(
+            "too_short",
+            f"a {tokens:,}-token reply cannot summarise {replaced_tokens:,} tokens (the floor "
+            f"is {MIN_SHARE:.0%}: {int(replaced_tokens * MIN_SHARE):,} tokens)",
+        )
 
 
 def _message(exc: openai.APIStatusError) -> str:

@@ -3,11 +3,47 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from compression import guards
 from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.models import CompressionEvent
+from hermes_site.errors import report
 from sessions_app.models import Session
+
+
+def contained(trigger: str | None = None) -> Callable:
+    """A task that cannot fail as a task: an unexpected error is logged with its traceback
+    under an error id, recorded as a ``failed`` event holding one line with that id, and
+    returned as the task's result. Retrying would hit the same bug; what a failed step wrote was
+    rolled back with its transaction."""
+
+    def wrap(task: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @functools.wraps(task)
+        def run(session_id: str, *args: Any) -> dict[str, Any]:
+            try:
+                return task(session_id, *args)
+            except Exception as exc:
+                message = report(exc, f"the {task.__name__} of session {session_id}")
+                session = Session.objects.filter(pk=session_id).first()
+                if session is not None:
+                    CompressionEvent.objects.create(
+                        session=session,
+                        trigger=(args[0] if args and trigger is None else trigger)
+                        or CompressionEvent.Trigger.MANUAL_API,
+                        outcome=CompressionEvent.Outcome.FAILED,
+                        reason="internal error; see the error id",
+                        error=message,
+                        tokens_before=session.live_tokens,
+                        messages_before=session.live_messages,
+                    )
+                return {"session_id": session_id, "outcome": "failed", "error": message}
+
+        return run
+
+    return wrap
 
 
 def result_dict(result: CompressionResult) -> dict[str, Any]:
@@ -33,6 +69,7 @@ def result_dict(result: CompressionResult) -> dict[str, Any]:
     }
 
 
+@contained()
 def compress_task(
     session_id: str,
     trigger: str,
@@ -49,19 +86,23 @@ def compress_task(
     return result_dict(result)
 
 
+@contained()
 def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     """An automatic trigger's compression, re-checking the guards when it runs."""
-    from compression.triggers import run_automatic
+    from compression.triggers import run_automatic, still_needed
 
+    # Started: the next append over the threshold may queue another.
+    Session.objects.filter(pk=session_id).update(auto_queued_at=None)
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
-    decision = run_automatic(session, trigger)
+    decision = still_needed(session, trigger) or run_automatic(session, trigger)
     if decision.result is not None:
         return result_dict(decision.result)
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}
 
 
+@contained()
 def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     """Proactive pruning for a session a guard holds back (queued by the trigger check)."""
     from compression import pruning
@@ -80,6 +121,7 @@ def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     }
 
 
+@contained(CompressionEvent.Trigger.MICRO)
 def micro_task(session_id: str) -> dict[str, Any]:
     """Micro-compaction after a turn (queued by the trigger check when it is due)."""
     from compression import micro

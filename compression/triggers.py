@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from compression import codex, guards, micro, pruning
@@ -125,9 +126,63 @@ def run_automatic(
     return Decision(trigger, result.outcome, f"compression {result.outcome}{reason}", result)
 
 
-def enqueue(session: Session, trigger: str) -> None:
-    """Run an automatic compression in the worker once the current transaction commits."""
+# A queued automatic compression that has not started within this long is presumed lost (a
+# broker emptied by hand) and may be queued again; a worker that is merely behind finds the one.
+AUTO_QUEUE_STALE = timedelta(hours=1)
+
+
+def pending(session: Session) -> tuple[str, str] | None:
+    """Why no further automatic compression should be queued for ``session`` now, as (action,
+    reason), or None."""
+    now = timezone.now()
+    if session.compressing_until and session.compressing_until > now:
+        return "running", "a compression of this session is running"
+    if session.auto_queued_at and session.auto_queued_at > now - AUTO_QUEUE_STALE:
+        return "queued", (
+            f"an automatic compression of this session is already queued (since "
+            f"{session.auto_queued_at:%H:%M:%S} UTC); not queued again"
+        )
+    return None
+
+
+def enqueue(session: Session, trigger: str) -> bool:
+    """Run an automatic compression in the worker once the current transaction commits, unless
+    one is already queued for this session (False then): at most one waits per session."""
+    now = timezone.now()
+    marked = (
+        Session.objects.filter(pk=session.pk)
+        .filter(Q(auto_queued_at__isnull=True) | Q(auto_queued_at__lt=now - AUTO_QUEUE_STALE))
+        .update(auto_queued_at=now)
+    )
+    if not marked:
+        return False
+    session.auto_queued_at = now
     _enqueue_task("compression.tasks.automatic_task", session, f"{trigger} {session.pk}", trigger)
+    return True
+
+
+def current_tokens(session: Session) -> int:
+    """The session's size as best known now: the usage the model last reported (prompt plus
+    reply; cleared by every summary write), or the local estimate if that is larger."""
+    reported = 0
+    if session.last_prompt_tokens is not None:
+        reported = session.last_prompt_tokens + (session.last_completion_tokens or 0)
+    return max(session.live_tokens, reported)
+
+
+def still_needed(session: Session, trigger: str) -> Decision | None:
+    """A queued automatic compression, when the worker reaches it: a skip (recorded) if the
+    session no longer needs it -- an operator or another trigger compressed it meanwhile."""
+    tokens = current_tokens(session)
+    threshold = threshold_for(session)
+    if tokens >= threshold.tokens:
+        return None
+    reason = (
+        f"no longer needed when the worker ran it: {tokens:,} tokens under the threshold "
+        f"{threshold.tokens:,} (the session was compressed after it was queued)"
+    )
+    _record(session, trigger, Outcome.SKIPPED, reason, tokens=tokens, threshold=threshold.tokens)
+    return Decision(trigger, "skip", reason)
 
 
 def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decision]:
@@ -147,8 +202,16 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
             return [Decision(trigger, "skip", reason)]
     decision = decide(session, trigger, tokens)
     if decision.action == "compress":
-        enqueue(session, trigger)
-        decision.action = "queued"
+        busy = pending(session)
+        if busy is None and enqueue(session, trigger):
+            decision.action = "queued"
+        else:
+            if busy is None:  # queued by a concurrent append since this one read the session
+                session.refresh_from_db(fields=["auto_queued_at", "compressing_until"])
+                busy = pending(session) or ("queued", "an automatic compression is queued")
+            decision.action = busy[0]
+            decision.reason = f"{decision.reason}; {busy[1]}"
+            _record(session, trigger, Outcome.SKIPPED, decision.reason, tokens=tokens)
     decisions = [decision]
     if decision.action != "queued" and micro.due(session):
         every = get_config().compression.micro_compact_every_n_turns

@@ -86,7 +86,7 @@ def _request(call):
 
 
 def call_responses(
-    chat: ChatModelConfig, messages: list[dict[str, Any]], compact_threshold: int
+    chat: ChatModelConfig, model: str, messages: list[dict[str, Any]], compact_threshold: int
 ) -> tuple[dict, dict | None, dict | None]:
     """One Responses API call with server-side compaction on (T7b): the reply, the usage, and
     the compaction item when the server compacted."""
@@ -95,7 +95,7 @@ def call_responses(
     try:
         response = _request(
             lambda: client.responses.create(
-                model=chat.default,
+                model=model,
                 instructions=instructions,
                 input=items,
                 context_management=[{"type": "compaction", "compact_threshold": compact_threshold}],
@@ -121,13 +121,13 @@ def call_responses(
     return reply, usage, compaction
 
 
-def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[dict, dict | None]:
+def call_chat(
+    chat: ChatModelConfig, model: str, messages: list[dict[str, Any]]
+) -> tuple[dict, dict | None]:
     """One chat-completions call through the openai SDK; the reply as a message to store."""
     client = _client(chat)
     try:
-        response = _request(
-            lambda: client.chat.completions.create(model=chat.default, messages=messages)
-        )
+        response = _request(lambda: client.chat.completions.create(model=model, messages=messages))
     finally:
         client.close()
     try:
@@ -154,6 +154,12 @@ def call_chat(chat: ChatModelConfig, messages: list[dict[str, Any]]) -> tuple[di
     return reply, usage
 
 
+def model_of(session: Session) -> str:
+    """The session's model is the model (its threshold is computed for it); ``model.default``
+    only names the model of sessions opened without one."""
+    return session.model or get_config().model.default
+
+
 def run_turn(
     session: Session,
     content: str,
@@ -172,10 +178,11 @@ def run_turn(
         result.session.refresh_from_db()
         return result
     chat = get_config().model
-    if not (chat.default and chat.base_url):
+    if not (chat.base_url and model_of(session)):
         raise ChatUnavailable(
-            "No chat model is configured: set model.default and model.base_url in the config "
-            "file. Messages can still be stored with POST /sessions/{id}/messages."
+            "No chat model is configured: set model.base_url (and model.default, for sessions "
+            "opened without a model) in the config file. Messages can still be stored with "
+            "POST /sessions/{id}/messages."
         )
     user: dict[str, Any] = {"role": "user", "content": content}
     if name:
@@ -209,7 +216,7 @@ def run_turn(
                 threshold = server_compact_threshold(session)
                 rows = live_rows(session)
                 reply, usage, compacted = call_responses(
-                    chat, server_compaction.input_messages(rows), threshold
+                    chat, model_of(session), server_compaction.input_messages(rows), threshold
                 )
                 if compacted is not None:
                     event = server_compaction.store_compaction(
@@ -218,7 +225,7 @@ def run_turn(
                     result.decisions.append(Decision(Trigger.SERVER, "compressed", event.reason))
                     session.refresh_from_db()
             else:
-                reply, usage = call_chat(chat, live_context(session))
+                reply, usage = call_chat(chat, model_of(session), live_context(session))
             break
         except _ChatError as error:
             kind = classify_error(error.status, error.message, error.code)

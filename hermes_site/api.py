@@ -12,6 +12,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from compression.api import router as compression_router
+from hermes_site.errors import report
 from search.api import router as search_router
 from sessions_app.api.auth import ChannelKey
 from sessions_app.api.routes import router as sessions_router
@@ -78,11 +79,18 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return api.create_response(request, {"detail": message}, status=exc.status_code)
 
 
+@api.exception_handler(Exception)
+def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """Replaces django-ninja's own, which answers a traceback as text when DEBUG is on."""
+    message = report(exc, f"{request.method} {request.path[:200]}")
+    return api.create_response(request, {"detail": message}, status=500)
+
+
 @api.exception_handler(OperationalError)
 def _database_busy(request: HttpRequest, exc: OperationalError) -> HttpResponse:
     """A writer that outwaited the busy timeout wrote nothing (its transaction rolled back)."""
     if "locked" not in str(exc) and "busy" not in str(exc):
-        raise exc
+        return _unexpected(request, exc)
     response = api.create_response(
         request,
         {"detail": "The database is busy; nothing was written. Retry the request shortly."},

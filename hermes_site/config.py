@@ -87,6 +87,8 @@ class CompressionConfig(_Block):
     target_ratio: Annotated[float, Field(ge=0.10, le=0.80)] = 0.20
     summary_min_tokens: PositiveInt = 2_000
     summary_max_tokens: PositiveInt = 10_000
+    # The budget never exceeds this share of the session's context window (Hermes Agent's 5%).
+    summary_window_ratio: Ratio = 0.05
     summary_message_max_chars: PositiveInt = 6_000
     summary_input_max_chars: PositiveInt = 160_000
     fallback_summary_max_chars: PositiveInt = 8_000

@@ -6,8 +6,17 @@ import json
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import (
+    BadRequest,
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+)
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
+from django.utils.html import escape
+
+from hermes_site.errors import report
 
 API_PREFIX = "/api/"
 
@@ -63,3 +72,32 @@ class ContentSecurityPolicy:
         if response.get("Content-Type", "").startswith("text/html"):
             response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
+
+
+class UnexpectedErrors:
+    """The last wall: an exception no view handled is logged with its traceback under an error
+    id and answered with one line naming that id -- JSON for the API, a short page otherwise --
+    whatever ``server.debug`` says (debug pages would show paths and code)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    # Django answers these itself (404, 403, 400): they are expected, not errors.
+    EXPECTED = (Http404, PermissionDenied, BadRequest, SuspiciousOperation, MultiPartParserError)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, self.EXPECTED):
+            return None
+        message = report(exception, f"{request.method} {request.path[:200]}")
+        if request.path.startswith(API_PREFIX):
+            return HttpResponse(
+                json.dumps({"detail": message}), status=500, content_type="application/json"
+            )
+        page = (
+            "<!doctype html><title>Server error</title><h1>Server error</h1>"
+            f"<p>{escape(message)}</p>"
+        )
+        return HttpResponse(page, status=500, content_type="text/html; charset=utf-8")

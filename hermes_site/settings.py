@@ -86,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so it sees the exceptions of every view (process_exception runs bottom-up).
+    "hermes_site.middleware.UnexpectedErrors",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"

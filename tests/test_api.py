@@ -150,7 +150,7 @@ def test_reset_with_an_empty_body_archives_and_keeps_the_system_prompt(gateway, 
 def test_a_turn_without_a_chat_model_is_503_with_what_to_configure(gateway, opened):
     response = gateway.post(f"/sessions/{opened['id']}/turn", {"content": "hi"})
     assert response.status_code == 503
-    assert "model.default and model.base_url" in response.json()["detail"]
+    assert "set model.base_url (and model.default" in response.json()["detail"]
 
 
 def test_the_openapi_schema_documents_every_fixed_path(gateway):

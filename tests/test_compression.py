@@ -174,9 +174,52 @@ def test_the_summary_role_keeps_roles_alternating(channel, hermes_config):
 
 def test_budget_is_a_fifth_of_the_middle_clamped():
     config = CompressionConfig()
-    assert budget_tokens(1_000, config) == 2_000
-    assert budget_tokens(30_000, config) == 6_000
-    assert budget_tokens(500_000, config) == 10_000
+    assert budget_tokens(1_000, config, 1_000_000) == 2_000
+    assert budget_tokens(30_000, config, 1_000_000) == 6_000
+    assert budget_tokens(500_000, config, 1_000_000) == 10_000
+
+
+@pytest.mark.parametrize(
+    "middle, window, budget",
+    [
+        (39_720, 32_000, 2_000),  # 5% of 32K is 1,600: the 2,000 floor wins
+        (39_720, 128_000, 6_400),  # 5% of 128K under a fifth of the middle (7,944)
+        (39_720, 200_000, 7_944),  # a fifth of the middle under 5% of the window
+        (400_000, 1_000_000, 10_000),  # the 10,000 ceiling
+        (400_000, 100_000, 5_000),
+    ],
+)
+def test_budget_is_capped_at_five_percent_of_the_context_window(middle, window, budget):
+    assert budget_tokens(middle, CompressionConfig(), window) == budget
+
+
+def test_a_32k_session_asks_for_a_summary_within_its_window(
+    channel, summariser, model_server, hermes_config
+):
+    session = make_session(channel, turns=60, size=600)
+    Session.objects.filter(pk=session.pk).update(context_window=32_000)
+    session.refresh_from_db()
+    result = compress(session)
+    assert "summary budget 2,000 tokens" in result.events[0].reason
+    assert "about 2,000 tokens" in model_server.requests[0].body["messages"][1]["content"]
+
+
+def test_deeper_passes_keep_a_tail_of_eight_messages_with_a_user_message(channel, hermes_config):
+    from compression.engine import tail_length
+
+    assert [tail_length(20, n) for n in range(4)] == [20, 10, 8, 8]
+    assert [tail_length(5, n) for n in range(3)] == [5, 5, 5]
+    hermes_config(
+        compression={"max_attempts": 4, "threshold_tokens": 1_000, "min_tail_user_messages": 0}
+    )
+    session = make_session(channel, turns=40, tools=3)  # user, call, 3 results, answer
+    result = compress(session)
+    assert len(result.passes) >= 3  # the third pass finds the 8-message tail is the floor
+    context = assert_consistent(session)
+    at = next(i for i, m in enumerate(context) if SUMMARY_PREFIX in (m["content"] or ""))
+    tail = context[at + 1 :]
+    assert len(tail) >= 8
+    assert any(m["role"] == "user" for m in tail)
 
 
 # --- What is sent to the model ---------------------------------------------------------------
@@ -197,7 +240,7 @@ def test_the_request_has_no_output_cap_and_states_the_target(channel, summariser
             "token_count", flat=True
         )
     )
-    expected = budget_tokens(middle, CompressionConfig())
+    expected = budget_tokens(middle, CompressionConfig(), session.context_window)
     assert expected > 2_000  # a fifth of the middle, not the floor
     assert f"Target length: about {expected:,} tokens" in prompt
     assert "Focus: keep the most detail about: item-7" in prompt
@@ -447,3 +490,36 @@ def test_nothing_to_compress_is_recorded_as_skipped(channel, db):
     result = compress(session)
     assert result.outcome == "skipped"
     assert "nothing to compress" in result.events[0].reason
+
+
+# --- Replies that must not become the summary (issue 13) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply, kind",
+    [
+        ("I'm sorry, but I can't help with that.", "refusal"),
+        ("抱歉，我无法完成这个请求。", "refusal"),
+        ("Done.", "too_short"),
+    ],
+)
+def test_a_refusal_or_an_absurdly_short_reply_is_a_failed_summary(
+    channel, summariser, model_server, reply, kind
+):
+    model_server.then(Reply(reply))
+    session = make_session(channel, turns=40)
+    result = compress(session)
+    assert result.outcome == "fallback"
+    event = result.events[0]
+    assert event.error.startswith(kind)
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert summary.is_fallback_summary and reply not in summary.content
+    session.refresh_from_db()
+    assert session.failure_streak == 1 and session.cooldown_until is not None
+
+
+def test_a_summary_that_opens_apologetically_but_is_long_is_kept(channel, summariser, model_server):
+    text = "Sorry for the length: " + "## Goal\nKeep item-3 and item-7 fine. " * 40
+    model_server.then(Reply(text))
+    result = compress(make_session(channel, turns=40))
+    assert result.outcome == "compressed"

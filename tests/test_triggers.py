@@ -633,3 +633,91 @@ def test_an_oversized_turn_message_is_refused_before_anything_runs(
     assert response.status_code == 413
     assert list(Message.objects.filter(session_id=sid).values_list("pk", "active")) == before
     assert not chat_model.requests and not events(sid, trigger="hygiene")
+
+
+# --- The edges (issue 13) ---------------------------------------------------------------------
+
+
+def test_a_turn_calls_the_sessions_own_model_and_the_default_only_for_sessions_without_one(
+    gw, configured, chat_model
+):
+    sid = gw.open(model="claude-sonnet-4", system_prompt="sys")["id"]
+    assert gw.post(f"/sessions/{sid}/turn", {"content": "hi"}).status_code == 200
+    assert chat_model.requests[-1].body["model"] == "claude-sonnet-4"
+    response = gw.post("/sessions", {"system_prompt": "sys"})
+    unnamed = response.json()["id"]
+    assert gw.post(f"/sessions/{unnamed}/turn", {"content": "hi"}).status_code == 200
+    assert chat_model.requests[-1].body["model"] == "gpt-4o"  # model.default
+
+
+def _over_threshold(gw, sid: str, n: int):
+    return gw.post(
+        f"/sessions/{sid}/messages",
+        {
+            "messages": [{"role": "user", "content": f"next {n}"}],
+            "usage": {"prompt_tokens": 120_000, "completion_tokens": 10},
+        },
+    ).json()["decisions"]
+
+
+def test_appends_over_the_threshold_queue_one_automatic_compression_not_one_each(
+    gw, configured, django_capture_on_commit_callbacks
+):
+    sid = open_long(gw)
+    with django_capture_on_commit_callbacks(execute=False) as queued:  # the worker is down
+        decisions = [_over_threshold(gw, sid, n)[0] for n in range(5)]
+    assert len(queued) == 1
+    assert [d["action"] for d in decisions] == ["queued"] * 5
+    assert all("already queued" in d["reason"] for d in decisions[1:])
+    # The worker comes back: the one task runs, and the next append may queue again.
+    queued[0]()
+    assert len(events(sid, trigger="threshold_post", outcome="fallback")) == 1
+    assert Session.objects.get(pk=sid).auto_queued_at is None
+    with django_capture_on_commit_callbacks(execute=False) as again:
+        _over_threshold(gw, sid, 9)
+    assert len(again) == 1
+
+
+def test_an_append_during_a_running_compression_says_so_and_queues_nothing(
+    gw, configured, django_capture_on_commit_callbacks
+):
+    sid = open_long(gw)
+    Session.objects.filter(pk=sid).update(compressing_until=timezone.now() + timedelta(minutes=1))
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        (decision,) = _over_threshold(gw, sid, 1)
+    assert queued == []
+    assert decision["action"] == "running" and "is running" in decision["reason"]
+
+
+def test_a_late_automatic_task_rechecks_the_threshold_and_skips_a_compressed_session(
+    gw, configured, django_capture_on_commit_callbacks
+):
+    sid = open_long(gw, turns=30)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        _over_threshold(gw, sid, 1)
+    # Meanwhile an operator compresses; the reported usage no longer describes the context.
+    compress(Session.objects.get(pk=sid), trigger="manual_admin")
+    session = Session.objects.get(pk=sid)
+    compressions, streak = session.compressions, session.ineffective_streak
+    queued[0]()  # the worker catches up
+    session.refresh_from_db()
+    assert session.compressions == compressions and session.ineffective_streak == streak
+    (skip,) = events(sid, trigger="threshold_post", outcome="skipped")[-1:]
+    assert "no longer needed" in skip.reason
+
+
+def test_micro_compaction_folds_do_not_count_toward_the_frequency_guard(gw, configured):
+    session = Session.objects.get(pk=open_long(gw, turns=1))
+    for _ in range(6):
+        CompressionEvent.objects.create(
+            session=session,
+            trigger="micro",
+            path="micro",
+            outcome="compressed",
+            tokens_before=10_000,
+            tokens_after=9_000,
+        )
+    assert guards.record(*_auto_event(session, 100_000, 20_000)) is None
+    session.refresh_from_db()
+    assert session.thrash_lock_until is None
+    assert guards.blocked(session, "micro") is None
