@@ -78,30 +78,28 @@ def compute_threshold(
     """threshold = (window - output reserve) x ratio, floored at 64K, 85% of the window where the
     floor reaches it, capped by ``threshold_tokens``.
 
-    Ratio, in order: a per-model override (longest substring wins), else ``gpt-5.3-codex-spark``
-    0.70, else reasoning models 0.85, else the configured ratio; then a window under 512K raises
-    whichever ratio to at least 0.75 (raise-only, applied after overrides as in Hermes Agent).
+    The ratio, in the seed's order, each rule over the one before: the configured ratio (0.50);
+    a window under 512K raises it to at least 0.75; a reasoning model raises it further, to at
+    least 0.85; ``gpt-5.3-codex-spark`` lowers it to 0.70 (its small window is why it exists);
+    last, a per-model override (longest substring wins) sets it outright.
     """
     override = match_override(model, overrides or [])
-    reasons = []
-    if override is not None and override.ratio is not None:
-        ratio = override.ratio
-        reasons.append(f"override '{override.pattern}' ({override.source}) ratio {ratio:.2f}")
-    elif SPARK_MODEL in _bare(model):
-        ratio = SPARK_RATIO
-        reasons.append(f"{SPARK_MODEL} ratio {ratio:.2f}")
-    elif is_reasoning_model(model, config):
-        ratio = config.reasoning_threshold
-        reasons.append(f"reasoning model ratio {ratio:.2f}")
-    else:
-        ratio = config.threshold
-        reasons.append(f"ratio {ratio:.2f}")
-    small = context_window < config.small_window_limit_tokens
-    if small and ratio < config.small_window_threshold:
+    ratio = config.threshold
+    reasons = [f"ratio {ratio:.2f}"]
+    if context_window < config.small_window_limit_tokens and ratio < config.small_window_threshold:
         ratio = config.small_window_threshold
         reasons.append(
             f"raised to {ratio:.2f} for a window under {config.small_window_limit_tokens:,}"
         )
+    if is_reasoning_model(model, config) and ratio < config.reasoning_threshold:
+        ratio = config.reasoning_threshold
+        reasons.append(f"raised to {ratio:.2f} for a reasoning model")
+    if SPARK_MODEL in _bare(model):
+        ratio = SPARK_RATIO
+        reasons.append(f"{SPARK_MODEL}: {ratio:.2f}")
+    if override is not None and override.ratio is not None:
+        ratio = override.ratio
+        reasons.append(f"override '{override.pattern}' ({override.source}): {ratio:.2f}")
     usable = max(1, context_window - config.output_reserve_tokens)
     tokens = int(usable * ratio)
     if tokens < config.threshold_floor_tokens:

@@ -189,5 +189,5 @@ def test_clear_guards_unlocks_a_session(staff, session):
 
 def test_an_override_shows_the_threshold_it_makes(staff, session):
     page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist"))
-    # glm at 0.4: raised to 0.75 under 512K (96,000 / 150,000), 0.4 of 1M = 400,000
-    assert "96,000 / 150,000 / 400,000" in page.content.decode()
+    # glm at 0.4, set last: 0.4 of 128K floored at 64,000; of 200K 80,000; of 1M 400,000
+    assert "64,000 / 80,000 / 400,000" in page.content.decode()
