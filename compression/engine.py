@@ -342,6 +342,28 @@ def _write_back(
     )
     role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
+    if summary_tokens >= expected_tokens:
+        # Written, it would grow the context: say so and change nothing (a failed model call
+        # behind a local summary still counts as a failure).
+        if failed:
+            _note_failure(session, config)
+        session.refresh_from_db()
+        event = _event(
+            session,
+            trigger,
+            Outcome.INEFFECTIVE,
+            tokens_after=session.live_tokens,
+            messages_after=session.live_messages,
+            threshold_tokens=target,
+            summary_model=model_name,
+            error=error,
+            reason=f"the summary ({summary_tokens:,} tokens) would not be smaller than the "
+            f"{len(selection.middle)} message(s) it replaces ({expected_tokens:,} tokens); "
+            "nothing was written",
+            duration_ms=int((time.monotonic() - started) * 1000),
+            attempt=attempt_no,
+        )
+        return PassResult(Outcome.INEFFECTIVE, event, model_failed=failed)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         span = Message.objects.filter(
@@ -381,8 +403,10 @@ def _write_back(
             locked.cooldown_until = now + timedelta(seconds=config.failure_cooldown_seconds)
             fields += ["failure_streak", "cooldown_until"]
         elif not fallback:
+            # A good summary ends the failure episode: its streak and its cooldown.
             locked.failure_streak = 0
-            fields.append("failure_streak")
+            locked.cooldown_until = None
+            fields += ["failure_streak", "cooldown_until"]
         locked.save(update_fields=fields)
         outcome = Outcome.FALLBACK if fallback else Outcome.COMPRESSED
         reason = [f"summary budget {budget:,} tokens"]

@@ -77,7 +77,7 @@ def record(
 ) -> str | None:
     """Update the anti-thrash state after one automatic compression *run* (all its passes
     together); returns the lock reason if this run locked automatic compression."""
-    if trigger in MANUAL or outcome not in DONE:
+    if trigger in MANUAL or outcome not in (*DONE, CompressionEvent.Outcome.INEFFECTIVE):
         return None
     config = get_config().compression
     now = timezone.now()

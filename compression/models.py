@@ -28,6 +28,7 @@ class CompressionEvent(models.Model):
         PRUNE = "prune", "proactive pruning"
         SERVER = "server", "server-side compaction"
         CODEX = "codex", "Codex app server"
+        EXHAUSTION = "exhaustion", "compression exhausted (F3)"
 
     class Outcome(models.TextChoices):
         COMPRESSED = "compressed", "compressed"
@@ -36,6 +37,8 @@ class CompressionEvent(models.Model):
         FAILED = "failed", "failed"
         LOCKED = "locked", "blocked by a guard"
         PRUNED = "pruned", "tool results pruned (no summary)"
+        INEFFECTIVE = "ineffective", "not written: the summary would not shrink the context"
+        RESET = "reset", "session reset"
 
     class Path(models.TextChoices):
         ENGINE = "engine", "summary by this service"

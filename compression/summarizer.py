@@ -66,6 +66,7 @@ def summarize(
     if model.reasoning_effort:
         extra["reasoning_effort"] = model.reasoning_effort
     parts: list[str] = []
+    chunks = 0
     try:
         stream = client.chat.completions.create(
             model=model.model,
@@ -78,6 +79,7 @@ def summarize(
         )
         with stream:
             for chunk in stream:
+                chunks += 1
                 if deadline is not None and time.monotonic() > deadline:
                     raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
                 for choice in chunk.choices or ():
@@ -97,6 +99,10 @@ def summarize(
         raise SummaryFailed("bad_response", str(exc)[:300]) from None
     finally:
         client.close()
+    if not chunks:
+        # A 200 whose body is not a chat-completions stream (an HTML error page, a JSON
+        # object): the SDK yields nothing from it. Not an empty summary -- a wrong answer.
+        raise SummaryFailed("bad_response", "the reply was not a chat-completions stream")
     text = strip_reasoning("".join(parts))
     if not text:
         raise SummaryFailed("empty", "the model returned no summary text (or only reasoning)")

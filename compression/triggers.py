@@ -113,6 +113,9 @@ def run_automatic(
         return Decision(trigger, "running", "another compression of this session is running")
     reason = ""
     done = [p for p in result.passes if p.outcome in guards.DONE]
+    # A run that wrote nothing because the summary would not have been smaller saved nothing:
+    # the anti-thrash guard counts it, or every append would try again.
+    done = done or [p for p in result.passes if p.outcome == Outcome.INEFFECTIVE]
     if done:
         locked = guards.record(
             session,
@@ -327,7 +330,7 @@ def hygiene(session: Session) -> Decision:
     )
     session.refresh_from_db()
     still = hygiene_needed(session) if outcome.action in guards.DONE else None
-    if outcome.action == Outcome.FAILED or still:
+    if outcome.action in (Outcome.FAILED, Outcome.INEFFECTIVE) or still:
         # G2: a hygiene compression that failed, or left the session over its limits, starts
         # hygiene's own cooldown rather than repeating on every message.
         _record(
@@ -423,8 +426,8 @@ def reset_after_exhaustion(session: Session) -> int:
     session.refresh_from_db()
     _record(
         session,
-        Trigger.HYGIENE,
-        Outcome.SKIPPED,
+        Trigger.EXHAUSTION,
+        Outcome.RESET,
         f"compression exhausted: session reset, {archived} rows archived",
     )
     return archived

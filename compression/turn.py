@@ -278,9 +278,12 @@ def _follow(session: Session, step: Decision) -> Session:
 
 
 def _preflight(session: Session, result: TurnResult) -> Session:
-    """T5: with the estimate of the whole request, compress in passes until under the
-    threshold (or ``max_attempts``); a registered context engine may ask for it earlier."""
+    """T5: compress in passes until under the threshold (or ``max_attempts``) while the estimate
+    of the whole request is over it, or the live messages exceed the compressible window (the
+    hard message limit, which hygiene may have been held back from enforcing); a registered
+    context engine may ask for it earlier."""
     config = get_config().compression
+    window = config.hygiene_hard_message_limit
     for attempt in range(config.max_attempts):
         session.refresh_from_db()
         context = live_context(session)
@@ -288,6 +291,12 @@ def _preflight(session: Session, result: TurnResult) -> Session:
         asked = plugins.requests(session, context)
         if asked:
             decision = decide(session, Trigger.PLUGIN, estimate, force_reason="; ".join(asked))
+        elif session.live_messages > window:
+            why = (
+                f"{session.live_messages:,} live messages exceed the compressible window of "
+                f"{window:,} (compression.hygiene_hard_message_limit)"
+            )
+            decision = decide(session, Trigger.PREFLIGHT, estimate, force_reason=why)
         else:
             decision = decide(session, Trigger.PREFLIGHT, estimate)
         result.decisions.append(decision)

@@ -85,11 +85,15 @@ def test_the_cli_compresses_and_reports_each_pass(long_session):
         call_command("compress", "00000000-0000-0000-0000-000000000000")
 
 
-def test_the_cli_compresses_locally_around_a_position(long_session):
-    around = Message.objects.get(session_id=long_session, content__startswith="Question 6:")
+def test_the_cli_compresses_locally_around_a_position(gateway):
+    # Messages long enough that a summary of twenty of them is smaller than they are.
+    sid = gateway.open(system_prompt="sys")["id"]
+    turns = [m for n in range(12) for m in turn(n, size=400)]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": turns})
+    around = Message.objects.get(session_id=sid, content__startswith="Question 6:")
     out = StringIO()
-    call_command("compress", long_session, "--around", str(around.position), stdout=out)
-    summary = Message.objects.get(session_id=long_session, is_summary=True)
+    call_command("compress", sid, "--around", str(around.position), stdout=out)
+    summary = Message.objects.get(session_id=sid, is_summary=True)
     assert summary.covers_from_position <= around.position <= summary.covers_to_position
 
 

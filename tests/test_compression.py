@@ -325,6 +325,8 @@ def test_every_failure_falls_back_to_a_labelled_local_summary(
     assert session.failure_streak == 1 and session.cooldown_until is not None
     assert originals_digest(session) == before
     assert_consistent(session)
+    kinds = {"malformed": "bad_response", "empty": "empty", "reasoning_only": "empty"}
+    assert event.error.startswith(kinds.get(name, ""))
 
 
 def test_abort_on_summary_failure_changes_nothing(channel, summariser, model_server):
@@ -499,7 +501,7 @@ def test_nothing_to_compress_is_recorded_as_skipped(channel, db):
     "reply, kind",
     [
         ("I'm sorry, but I can't help with that.", "refusal"),
-        ("抱歉，我无法完成这个请求。", "refusal"),
+        ("抱歉，我无法完成这个请求。", "refusal"),  # noqa: RUF001 - a real Chinese comma
         ("Done.", "too_short"),
     ],
 )
@@ -523,3 +525,45 @@ def test_a_summary_that_opens_apologetically_but_is_long_is_kept(channel, summar
     model_server.then(Reply(text))
     result = compress(make_session(channel, turns=40))
     assert result.outcome == "compressed"
+
+
+def test_a_malformed_reply_is_a_bad_response_not_an_empty_summary(
+    channel, summariser, model_server
+):
+    model_server.then(Malformed())
+    result = compress(make_session(channel), max_passes=1)
+    assert result.events[0].error.startswith("bad_response")
+
+
+def test_a_compression_that_would_grow_the_context_is_ineffective_and_writes_nothing(
+    channel, summariser, model_server
+):
+    model_server.then(Reply("## Goal\n" + "Every detail of the small middle, at length. " * 60))
+    session = make_session(channel, turns=7)
+    before = originals_digest(session)
+    live_before = session.live_tokens
+    result = compress(session, max_passes=1)
+    assert result.outcome == "ineffective"
+    event = result.events[0]
+    assert "would not be smaller" in event.reason and event.tokens_after == live_before
+    session.refresh_from_db()
+    assert session.live_tokens == live_before and session.compressions == 0
+    assert not Message.objects.filter(session=session, is_summary=True).exists()
+    assert originals_digest(session) == before
+
+
+def test_a_good_manual_compression_ends_the_failure_streak_and_the_cooldown(
+    channel, summariser, model_server
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    session = make_session(channel, turns=30)
+    Session.objects.filter(pk=session.pk).update(
+        failure_streak=2, cooldown_until=timezone.now() + timedelta(minutes=9)
+    )
+    model_server.then(Reply("## Goal\n" + "Keep item-3 fine. " * 20))
+    assert compress(session).outcome == "compressed"
+    session.refresh_from_db()
+    assert session.failure_streak == 0 and session.cooldown_until is None

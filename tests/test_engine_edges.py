@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compression.engine import compress
+from compression.fake_model import FakeModelServer, Reply
 from compression.prompt import SUMMARY_PREFIX
 from search.service import Filters, search
 from sessions_app import services
@@ -27,6 +28,10 @@ def repeated_roles(context: list[dict]) -> list[str]:
     ]
 
 
+# Messages of a realistic length: a summary of a stretch of them is smaller than the stretch.
+DETAIL = "The gauges, the logs and the last three readings all agree with the plan so far. " * 2
+
+
 def turns(shape: list[int], length: int) -> list[list[dict]]:
     """A chat of about ``length`` messages in OpenAI's format, turn by turn, roles alternating:
     each turn is a user message and an answer; ``shape[k]`` tool calls (0 = none) come before
@@ -35,7 +40,7 @@ def turns(shape: list[int], length: int) -> list[list[dict]]:
     n = size = 0
     while size < length:
         tools = shape[n % len(shape)] if shape else 0
-        turn = [{"role": "user", "content": f"ask {n}: how is part-{n} doing?"}]
+        turn = [{"role": "user", "content": f"ask {n}: how is part-{n} doing? {DETAIL}"}]
         if tools:
             calls = [
                 {
@@ -50,7 +55,9 @@ def turns(shape: list[int], length: int) -> list[list[dict]]:
                 {"role": "tool", "tool_call_id": c["id"], "content": f"part-{n} reading {k}"}
                 for k, c in enumerate(calls)
             ]
-        turn.append({"role": "assistant", "content": f"part-{n} is fine, reading {n * 7}."})
+        turn.append(
+            {"role": "assistant", "content": f"part-{n} is fine, reading {n * 7}. {DETAIL}"}
+        )
         if size + len(turn) > length and not tools:
             turn = turn[: length - size]  # a plain chat may end on the user's ask
         out.append(turn)
@@ -76,14 +83,36 @@ def channel(db):
     return create_channel("edges")[0]
 
 
+SUMMARY = "## Goal\n" + "Every part was checked and reads fine. " * 5
+
+
+@pytest.fixture
+def summariser(hermes_config):
+    """The loopback model as summariser, answering a short good summary; ``configure(**c)``
+    sets the compression block."""
+    with FakeModelServer() as server:
+        server.script.default = Reply(SUMMARY)
+
+        def configure(**compression):
+            hermes_config(
+                auxiliary={"compression": {"model": "s", "base_url": server.base_url}},
+                compression=compression,
+            )
+
+        configure()
+        yield configure
+
+
 @pytest.mark.parametrize("length", range(24, 91))
 def test_one_compression_of_a_plain_alternating_chat_never_repeats_a_role(
-    channel, hermes_config, length
+    channel, summariser, length
 ):
-    hermes_config()
     session = open_chat(channel, chat([], length))
     result = compress(session)
-    assert result.outcome in ("fallback", "skipped")
+    # Up to 24 the protected head (system + 3) and tail (20) leave at most one message; a
+    # middle of two is smaller than any summary of it.
+    expected = "skipped" if length <= 24 else "ineffective" if length == 25 else "compressed"
+    assert result.outcome == expected, result.events[0].reason
     context = assert_consistent(session)
     assert repeated_roles(context) == [], [m["role"] for m in context]
 
@@ -104,7 +133,7 @@ def test_one_compression_of_a_plain_alternating_chat_never_repeats_a_role(
 )
 def test_no_live_context_the_engine_leaves_has_two_user_or_two_assistant_messages_in_a_row(
     channel,
-    hermes_config,
+    summariser,
     length,
     shape,
     protect_first_n,
@@ -114,8 +143,8 @@ def test_no_live_context_the_engine_leaves_has_two_user_or_two_assistant_message
     runs,
 ):
     # threshold_tokens at its minimum: every run makes all of its passes.
-    hermes_config(
-        compression={
+    summariser(
+        **{
             "protect_first_n": protect_first_n,
             "protect_last_n": protect_last_n,
             "min_tail_user_messages": min_tail_user_messages,

@@ -189,8 +189,8 @@ def test_our_own_compression_keeps_the_servers_compaction_item(gateway, server_s
     say(gateway, sid, "first")
     model.then(Reply("Compacted.", compaction="enc-blob-2"))
     say(gateway, sid, "second")
-    for n in range(12):
-        say(gateway, sid, f"later step {n}")
+    for n in range(12):  # long enough that a summary of them is smaller than they are
+        say(gateway, sid, f"later step {n}: " + "the details of this step " * 30)
     response = gateway.post(f"/sessions/{sid}/compress", {"wait": True})
     assert response.json()["outcome"] in ("compressed", "fallback")
     anchor = Message.objects.get(session_id=sid, provider_item__id__isnull=False)

@@ -13,6 +13,7 @@ from compression import guards, plugins
 from compression.engine import compress
 from compression.fake_model import Fail, FakeModelServer, Reply
 from compression.models import CompressionEvent, ModelThresholdOverride
+from compression.prompt import SUMMARY_PREFIX
 from compression.triggers import classify_error, hygiene
 from sessions_app import services
 from sessions_app.models import Message, Session
@@ -329,6 +330,8 @@ def test_exhaustion_resets_to_the_last_good_summary(gw, configured, chat_model, 
     Session.objects.filter(pk=sid).update(failure_streak=3)
     body = gw.post(f"/sessions/{sid}/turn", {"content": "after the reset"}).json()
     assert body["decisions"][0]["action"] == "exhausted"
+    (reset,) = events(sid, trigger="exhaustion")
+    assert reset.outcome == "reset" and "session reset" in reset.reason
     session.refresh_from_db()
     assert session.failure_streak == 0
     live = list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
@@ -353,6 +356,7 @@ def _cooldown_across_processes(env: dict[str, str]) -> None:
     first = """
 import django; django.setup()
 from compression.engine import compress
+from compression.prompt import SUMMARY_PREFIX
 from sessions_app import services
 from sessions_app.keys import create_channel
 from tests.test_compression import turn
@@ -721,3 +725,46 @@ def test_micro_compaction_folds_do_not_count_toward_the_frequency_guard(gw, conf
     session.refresh_from_db()
     assert session.thrash_lock_until is None
     assert guards.blocked(session, "micro") is None
+
+
+def test_preflight_fires_end_to_end_when_the_request_estimate_crosses_the_threshold(
+    gw, hermes_config, chat_model
+):
+    # Hygiene passes (the stored rows are under the threshold); the turn's own message takes
+    # the request over it, so preflight compresses before the model call.
+    hermes_config(
+        model={"default": "gpt-4o", "base_url": chat_model.base_url},
+        auxiliary={"compression": {"model": "summariser", "base_url": chat_model.base_url}},
+        compression={"threshold_tokens": 1_000},
+    )
+    sid = gw.open(system_prompt="sys")["id"]
+    gw.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [m for n in range(8) for m in turn(n, size=100)]},
+    )
+    session = Session.objects.get(pk=sid)
+    assert session.live_tokens < 1_000
+    body = gw.post(f"/sessions/{sid}/turn", {"content": "long question " * 120}).json()
+    steps = [(d["trigger"], d["action"]) for d in body["decisions"]]
+    assert steps[0] == ("hygiene", "skip")
+    assert ("preflight", "compress") in steps
+    assert ("preflight", "compressed") in steps
+    (event,) = events(sid, trigger="preflight", outcome="compressed")[:1]
+    assert event.rows_archived > 0
+    assert body["reply"]["content"] == "Sure — done."
+    sent = chat_model.requests[-1].body["messages"]
+    assert any(SUMMARY_PREFIX in (m["content"] or "") for m in sent)  # the model saw the summary
+
+
+def test_preflight_fires_on_the_message_count_alone(gw, configured, chat_model):
+    configured(hygiene_hard_message_limit=30)
+    sid = open_long(gw, turns=10)  # 41 live messages, few tokens
+    # Hygiene is in its own cooldown after a failure, so it does not enforce the limit itself.
+    CompressionEvent.objects.create(
+        session_id=sid, trigger="hygiene", outcome="failed", reason="earlier failure"
+    )
+    body = gw.post(f"/sessions/{sid}/turn", {"content": "next"}).json()
+    preflight = [d for d in body["decisions"] if d["trigger"] == "preflight"]
+    assert preflight[0]["action"] == "compress"
+    assert "exceed the compressible window of 30" in preflight[0]["reason"]
+    assert preflight[1]["action"] == "fallback"
