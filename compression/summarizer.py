@@ -52,8 +52,12 @@ def summarize(
     idle_timeout: float,
     total_timeout: float,
 ) -> Summary:
+    # ``auxiliary.compression.timeout`` is the summariser's own limit on one call: it bounds
+    # both the wait for a byte and the whole reply, whatever the caller allows.
+    idle_timeout = min(idle_timeout, model.timeout) if idle_timeout else model.timeout
+    total_timeout = min(total_timeout, model.timeout) if total_timeout else model.timeout
     timeout = openai.Timeout(
-        connect=min(10.0, idle_timeout or 10.0), read=idle_timeout or None, write=30.0, pool=10.0
+        connect=min(10.0, idle_timeout), read=idle_timeout, write=30.0, pool=10.0
     )
     client = openai.OpenAI(
         base_url=model.base_url,
@@ -61,7 +65,7 @@ def summarize(
         timeout=timeout,
         max_retries=0,  # the engine decides about retries and fallbacks
     )
-    deadline = time.monotonic() + total_timeout if total_timeout else None
+    deadline = time.monotonic() + total_timeout
     extra = dict(model.extra_body)
     if model.reasoning_effort:
         extra["reasoning_effort"] = model.reasoning_effort
@@ -80,7 +84,7 @@ def summarize(
         with stream:
             for chunk in stream:
                 chunks += 1
-                if deadline is not None and time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
                 for choice in chunk.choices or ():
                     if choice.delta and choice.delta.content:

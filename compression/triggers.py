@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -18,6 +21,7 @@ from compression.engine import AlreadyRunning, CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
+from hermes_site.errors import report
 from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput
 
@@ -291,10 +295,13 @@ def hygiene_needed(session: Session) -> str | None:
     return None
 
 
-def hygiene(session: Session) -> Decision:
+def hygiene(session: Session, *, hold: float | None = None) -> Decision:
     """G1/G2: before an inbound user message reaches the agent. Either limit forces a
     compression, bounded by the hygiene timeouts; a failed hygiene compression starts the
-    hygiene cooldown."""
+    hygiene cooldown. With ``hold`` (a turn is waiting) the compression runs in a thread and
+    the turn waits at most that long for it; after that the turn goes on with the current
+    context and the compression, still running, leaves its summary for the next turn. It only
+    ever summarises rows selected before the turn appended its own."""
     config = get_config().compression
     force = hygiene_needed(session)
     if force is None:
@@ -321,6 +328,26 @@ def hygiene(session: Session) -> Decision:
     decision = decide(session, Trigger.HYGIENE, tokens, force_reason=force, bypass_locks=hard)
     if decision.action != "compress":
         return decision
+    if hold is None or connection.in_atomic_block:
+        # Inline: no turn is waiting, or a thread could not see this transaction's rows.
+        return _hygiene_compress(session.pk, hard, wait=0)
+    finished = _within(hold, lambda: _hygiene_compress(session.pk, hard, wait=hold))
+    if finished is not None:
+        return finished
+    return Decision(
+        Trigger.HYGIENE,
+        "running",
+        f"{force}; the hygiene compression was still running after {hold:g} s "
+        "(hygiene_max_turn_hold_seconds): this turn goes on with the current context and the "
+        "summary is adopted by the next turn",
+    )
+
+
+def _hygiene_compress(session_id: Any, hard: bool, *, wait: float) -> Decision:
+    """The hygiene compression itself; with ``wait``, a compression already running for the
+    session is waited for (up to ``wait`` seconds) instead of reported at once."""
+    config = get_config().compression
+    session = Session.objects.get(pk=session_id)
     outcome = run_automatic(
         session,
         Trigger.HYGIENE,
@@ -328,6 +355,19 @@ def hygiene(session: Session) -> Decision:
         idle_timeout=config.hygiene_timeout_seconds,
         total_timeout=config.hygiene_total_ceiling_seconds,
     )
+    if outcome.action == "running" and wait:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            session.refresh_from_db(fields=["compressing_until"])
+            if not session.compressing_until or session.compressing_until < timezone.now():
+                return Decision(
+                    Trigger.HYGIENE,
+                    "waited",
+                    "another compression of this session was running; it finished within "
+                    "hygiene_max_turn_hold_seconds and this turn uses its result",
+                )
+        return outcome
     session.refresh_from_db()
     still = hygiene_needed(session) if outcome.action in guards.DONE else None
     if outcome.action in (Outcome.FAILED, Outcome.INEFFECTIVE) or still:
@@ -341,6 +381,27 @@ def hygiene(session: Session) -> Decision:
             f"{still or outcome.reason}",
         )
     return outcome
+
+
+def _within(seconds: float, job: Callable[[], Decision]) -> Decision | None:
+    """Run ``job`` in a thread of its own and wait ``seconds`` for it: its decision if it
+    finished, None if it is still running (it goes on, and writes its result when done)."""
+    box: dict[str, Decision] = {}
+
+    def run() -> None:
+        try:
+            box["decision"] = job()
+        except Exception as exc:
+            box["decision"] = Decision(
+                Trigger.HYGIENE, Outcome.FAILED, report(exc, "a hygiene compression")
+            )
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    thread = threading.Thread(target=run, name="hermes-hygiene", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return None if thread.is_alive() else box.get("decision")
 
 
 # --- Error responses (T4) ---------------------------------------------------------------------

@@ -200,7 +200,7 @@ def run_turn(
                 f"reset to its last good summary ({archived} rows archived)",
             )
         )
-    step = hygiene(session)
+    step = hygiene(session, hold=config.hygiene_max_turn_hold_seconds)
     result.decisions.append(step)
     session = _follow(session, step)
     result.session = session

@@ -768,3 +768,100 @@ def test_preflight_fires_on_the_message_count_alone(gw, configured, chat_model):
     assert preflight[0]["action"] == "compress"
     assert "exceed the compressible window of 30" in preflight[0]["reason"]
     assert preflight[1]["action"] == "fallback"
+
+
+def _wait_for_summary(sid: str, seconds: float = 15) -> Message:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        row = Message.objects.filter(session_id=sid, is_summary=True).first()
+        if row is not None:
+            return row
+        time.sleep(0.1)
+    raise AssertionError("no summary was written")
+
+
+def test_a_turn_waits_for_a_slow_hygiene_compression_only_as_long_as_the_hold(
+    gw, hermes_config, chat_model, transactional_db
+):
+    with FakeModelServer() as summariser:
+        summariser.script.default = Reply("## Goal\n" + "Long work, recorded. " * 20, delay=3)
+        hermes_config(
+            model={"default": "gpt-4o", "base_url": chat_model.base_url},
+            auxiliary={"compression": {"model": "s", "base_url": summariser.base_url}},
+            compression={"hygiene_max_turn_hold_seconds": 0.5},
+        )
+        sid = gw.open(system_prompt="sys")["id"]
+        gw.post(
+            f"/sessions/{sid}/messages",
+            {"messages": [m for n in range(12) for m in turn(n, size=300)]},
+        )
+        # Only now is the session over its threshold: the next turn's hygiene compresses.
+        hermes_config(
+            model={"default": "gpt-4o", "base_url": chat_model.base_url},
+            auxiliary={"compression": {"model": "s", "base_url": summariser.base_url}},
+            compression={"threshold_tokens": 1_000, "hygiene_max_turn_hold_seconds": 0.5},
+        )
+        started = time.monotonic()
+        body = gw.post(f"/sessions/{sid}/turn", {"content": "the next question"}).json()
+        took = time.monotonic() - started
+        assert took < 2.5, f"the turn waited {took:.1f} s for a 3 s summary"
+        (step,) = [d for d in body["decisions"] if d["trigger"] == "hygiene"]
+        assert step["action"] == "running" and "adopted by the next turn" in step["reason"]
+        assert body["reply"]["content"] == "Sure — done."
+        sent = chat_model.requests[-1].body["messages"]
+        assert not any(SUMMARY_PREFIX in (m["content"] or "") for m in sent)  # the old context
+        summary = _wait_for_summary(sid)
+    ask = Message.objects.get(session_id=sid, content="the next question")
+    reply = Message.objects.get(session_id=sid, position=ask.position + 1)
+    # Never a summary of what the turn appended: both stay live after it.
+    assert summary.covers_to_position < ask.position
+    assert ask.active and reply.active
+    assert_consistent(Session.objects.get(pk=sid))
+    # The next turn gets the summary.
+    gw.post(f"/sessions/{sid}/turn", {"content": "and then?"})
+    assert any(
+        SUMMARY_PREFIX in (m["content"] or "") for m in chat_model.requests[-1].body["messages"]
+    )
+
+
+def test_a_fast_hygiene_compression_is_in_the_same_turns_context(
+    gw, hermes_config, chat_model, transactional_db
+):
+    with FakeModelServer() as summariser:
+        summariser.script.default = Reply("## Goal\n" + "Long work, recorded. " * 20)
+        hermes_config(
+            model={"default": "gpt-4o", "base_url": chat_model.base_url},
+            auxiliary={"compression": {"model": "s", "base_url": summariser.base_url}},
+            compression={"hygiene_max_turn_hold_seconds": 5},
+        )
+        sid = gw.open(system_prompt="sys")["id"]
+        gw.post(
+            f"/sessions/{sid}/messages",
+            {"messages": [m for n in range(12) for m in turn(n, size=300)]},
+        )
+        # Only now is the session over its threshold: the next turn's hygiene compresses.
+        hermes_config(
+            model={"default": "gpt-4o", "base_url": chat_model.base_url},
+            auxiliary={"compression": {"model": "s", "base_url": summariser.base_url}},
+            compression={"threshold_tokens": 1_000, "hygiene_max_turn_hold_seconds": 5},
+        )
+        body = gw.post(f"/sessions/{sid}/turn", {"content": "the next question"}).json()
+    (step,) = [d for d in body["decisions"] if d["trigger"] == "hygiene"]
+    assert step["action"] == "compressed"
+    sent = chat_model.requests[-1].body["messages"]
+    assert any(SUMMARY_PREFIX in (m["content"] or "") for m in sent)
+
+
+def test_the_summarisers_own_timeout_bounds_the_call(gw, hermes_config):
+    with FakeModelServer() as summariser:
+        summariser.script.default = Reply("## Goal\n" + "Late. " * 50, delay=3)
+        hermes_config(
+            auxiliary={
+                "compression": {"model": "s", "base_url": summariser.base_url, "timeout": 1}
+            },
+        )
+        session = Session.objects.get(pk=open_long(gw))
+        started = time.monotonic()
+        result = compress(session, max_passes=1)
+    assert time.monotonic() - started < 2.5
+    assert result.outcome == "fallback" and result.events[0].error.startswith("timeout")
