@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 
@@ -319,7 +320,7 @@ def test_every_failure_falls_back_to_a_labelled_local_summary(
     summary = Message.objects.get(session=session, is_summary=True)
     assert summary.is_fallback_summary
     assert "FALLBACK SUMMARY" in summary.content
-    assert "## User requests" in summary.content and "item-" in summary.content
+    assert "## Scope" in summary.content and "user: Question" in summary.content
     assert len(summary.content) < 8_000 + 1_000
     session.refresh_from_db()
     assert session.failure_streak == 1 and session.cooldown_until is not None
@@ -567,3 +568,24 @@ def test_a_good_manual_compression_ends_the_failure_streak_and_the_cooldown(
     assert compress(session).outcome == "compressed"
     session.refresh_from_db()
     assert session.failure_streak == 0 and session.cooldown_until is None
+
+
+def test_the_fallback_summary_covers_the_whole_span_not_its_end(channel, hermes_config):
+    hermes_config()  # no summary model: the local summary
+    session = make_session(channel, turns=140, size=120)  # 560 messages
+    result = compress(session, max_passes=1)
+    assert result.outcome == "fallback"
+    summary = Message.objects.get(session=session, is_summary=True)
+    text = summary.content
+    assert len(text) < 8_000 + 1_000
+    covered = range(summary.covers_from_position, summary.covers_to_position + 1)
+    assert f"(#{covered[0]} to #{covered[-1]})" in text
+    # Asks from the first, middle and last tenth of the span are all told.
+    mentioned = {int(n) for n in re.findall(r"#(\d+) user: Question", text)}
+    tenth = len(covered) // 10
+    assert mentioned & set(covered[:tenth])
+    assert mentioned & set(covered[4 * tenth : 6 * tenth])
+    assert mentioned & set(covered[-tenth:])
+    # Each stretch heading names its positions; together they cover the span.
+    stretches = [(int(a), int(b)) for a, b in re.findall(r"## #(\d+) to #(\d+)", text)]
+    assert stretches[0][0] == covered[0] and stretches[-1][1] == covered[-1]
