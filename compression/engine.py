@@ -434,10 +434,34 @@ def _write_back(
     return PassResult(outcome, event, summary, model_failed=failed)
 
 
+# The fields a continuation copies from each live row of its parent, verbatim.
+CARRIED = (
+    "role",
+    "content",
+    "content_parts",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "extra",
+    "provider_item",
+    "token_count",
+    "pruned_content",
+    "pruned_tool_calls",
+    "pruned_at",
+    "is_summary",
+    "is_fallback_summary",
+    "prefixes_next",
+    "covers_from_position",
+    "covers_to_position",
+)
+
+
 def _continue_in_new_session(session: Session) -> Session:
     """``in_place: false``: the live context (head + summary + tail) continues in a new session
-    linked to this one; this one keeps every row, now all archived, and hands over its external
-    id so the gateway's next open finds the continuation."""
+    linked to this one, and hands over its external id so the gateway's next open finds the
+    continuation. Each carried row records the row it continues (the summary keeps the range of
+    the parent's positions it covers, so summary and originals stay linked across the hop); the
+    parent's rows are archived as compressed, never deleted, and search shows each pair once."""
     from sessions_app.services.messages import insert_messages
 
     with transaction.atomic():
@@ -454,16 +478,16 @@ def _continue_in_new_session(session: Session) -> Session:
             title=(old.title or str(old.pk))[:280] + " (continued)",
             external_id=external_id,
         )
-        insert_messages(new, [r.as_openai() for r in rows])
-        Message.objects.filter(
-            session=new, position__in=[i for i, r in enumerate(rows) if r.is_summary]
-        ).update(is_summary=True)
-        now = timezone.now()
+        copies = [
+            Message(continues=row, **{name: getattr(row, name) for name in CARRIED})
+            for row in rows
+        ]
+        insert_messages(new, [row.as_openai() for row in rows], rows=copies)
         Message.objects.filter(session=old, active=True).update(
             active=False,
             compressed=True,
-            archive_reason=Message.ArchiveReason.RESET,
-            archived_at=now,
+            archive_reason=Message.ArchiveReason.COMPRESSION,
+            archived_at=timezone.now(),
         )
         Session.objects.filter(pk=old.pk).update(live_messages=0, live_tokens=0)
     return new

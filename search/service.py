@@ -117,11 +117,14 @@ def _hits(
     if not ordered:
         return []
     by_id = Message.objects.select_related("session__channel").in_bulk([pk for pk, _, _ in ordered])
+    # A row carried into a continuation session (in_place: false) and the row it continues say
+    # the same thing and rank the same: the continuation's copy is shown, once.
+    carried_on = {m.continues_id for m in by_id.values() if m.continues_id is not None}
     around = results.windows(list(by_id.values()), window, include_rolled_back)
     hits = []
     for pk, score, rolled_back in ordered:
         message = by_id.get(pk)
-        if message is None:
+        if message is None or pk in carried_on:
             continue
         rows = around[pk]
         start, end = results.bookmarks(rows, message.session.total_messages)

@@ -215,6 +215,16 @@ class Message(models.Model):
     )
     covers_from_position = models.PositiveIntegerField(null=True, blank=True)
     covers_to_position = models.PositiveIntegerField(null=True, blank=True)
+    # in_place: false -- a row of a continuation session carries on this row of its parent
+    # (a summary's covered positions are then the parent's). Search shows such a pair once.
+    continues = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="continued_by",
+        db_index=False,  # a partial index below: almost every row has none
+    )
     archive_reason = models.CharField(
         max_length=12, choices=ArchiveReason.choices, null=True, blank=True
     )
@@ -248,6 +258,11 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["session", "active", "position"], name="msg_live_idx"),
             models.Index(fields=["summarized_by"], name="msg_summary_idx"),
+            models.Index(
+                fields=["continues"],
+                name="msg_continues_idx",
+                condition=Q(continues__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

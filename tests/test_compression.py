@@ -475,7 +475,7 @@ def test_in_place_false_continues_in_a_linked_session(channel, hermes_config):
     session = services.open_session(
         channel, model="gpt-4o", system_prompt="sys", external_id="chat-9"
     ).session
-    services.append_messages(session, [m for n in range(12) for m in turn(n)])
+    services.append_messages(session, [m for n in range(12) for m in turn(n, size=200)])
     result = compress(session)
     new = result.continued_in
     assert new is not None and new.parent_id == session.pk
@@ -589,3 +589,42 @@ def test_the_fallback_summary_covers_the_whole_span_not_its_end(channel, hermes_
     # Each stretch heading names its positions; together they cover the span.
     stretches = [(int(a), int(b)) for a, b in re.findall(r"## #(\d+) to #(\d+)", text)]
     assert stretches[0][0] == covered[0] and stretches[-1][1] == covered[-1]
+
+
+def test_in_place_false_keeps_provenance_across_the_hop_and_search_shows_a_fact_once(
+    channel, hermes_config
+):
+    from search.service import Filters, search
+
+    hermes_config(compression={"in_place": False})
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys").session
+    services.append_messages(session, [m for n in range(12) for m in turn(n, size=200)])
+    result = compress(session)
+    assert result.outcome == "fallback"
+    new = result.continued_in
+    old_summary = Message.objects.get(session=session, is_summary=True)
+    new_summary = Message.objects.get(session=new, is_summary=True)
+    # The new summary covers the parent's positions and leads back to its originals.
+    assert new_summary.continues_id == old_summary.pk
+    assert (new_summary.covers_from_position, new_summary.covers_to_position) == (
+        old_summary.covers_from_position,
+        old_summary.covers_to_position,
+    )
+    assert old_summary.replaced.count() == result.events[0].rows_archived
+    # The parent's rows are archived as compressed, not reset; every carried row is linked.
+    reasons = set(Message.objects.filter(session=session).values_list("archive_reason", flat=True))
+    assert reasons == {"compression"}
+    carried = Message.objects.filter(session=new)
+    assert all(row.continues_id for row in carried)
+    assert all(row.continues.content == row.content for row in carried)
+    # A fact of the tail was said once: search shows it once, in the continuation.
+    hits = search('"Answer 11: item-11 is fine"', Filters(channel_id=channel.pk)).hits
+    assert [h.session.pk for h in hits] == [new.pk]
+    # Filtered to the parent alone, its own row is still found.
+    hits = search('"Answer 11: item-11 is fine"', Filters(session_id=session.pk)).hits
+    assert [h.session.pk for h in hits] == [session.pk]
+    # An archived original of the middle is found in the parent, and the summary that tells
+    # it (carried into the continuation) once: no text shows twice.
+    hits = search('"Question 5: what about item-5"', Filters(channel_id=channel.pk)).hits
+    assert sorted(h.message.kind for h in hits) == ["archived", "summary"]
+    assert len({h.message.content for h in hits}) == len(hits)
