@@ -39,6 +39,8 @@ def _arguments(call: dict) -> str:
 
 
 STRETCHES = 8  # the span is told in at most this many stretches, each with its share
+STRETCH_MIN_CHARS = 500  # ...and no more stretches than leave each this much room
+MIN_CHARS = 400  # the smallest budget a local summary is given
 
 
 # What a stretch tells first when its share cannot hold everything.
@@ -102,7 +104,11 @@ def _fit(notes: list[tuple[int, str]], budget: int) -> list[str]:
 def local_summary(chat: list[Message], previous: list[Message], max_chars: int) -> str:
     """Spread over the whole span: the span is cut into up to ``STRETCHES`` stretches of equal
     length, each with an equal share of the budget, so the start of a long span is told as
-    fully as its end. Every stretch names the positions it covers."""
+    fully as its end. Every stretch names the positions it covers. The budget is
+    ``max_chars``, and at most a third of the span's own text (a summary must be smaller than
+    what it replaces)."""
+    source = sum(len(m.content or "") + len(json.dumps(m.tool_calls or "")) for m in chat)
+    max_chars = min(max_chars, max(MIN_CHARS, source // 3))
     sections = []
     if previous:
         earlier = "\n\n".join(strip_markers(p.content or "") for p in previous)
@@ -118,10 +124,10 @@ def local_summary(chat: list[Message], previous: list[Message], max_chars: int) 
             files.setdefault(found.strip(), None)
     file_section = "## Files and identifiers\n" + ", ".join(list(files)[:60]) if files else ""
     used = sum(len(x) + 2 for x in sections) + len(file_section) + 2
-    count = min(STRETCHES, len(chat)) or 1
+    count = min(STRETCHES, len(chat), max(1, (max_chars - used) // STRETCH_MIN_CHARS)) or 1
     size = -(-len(chat) // count)
     stretches = [chat[k : k + size] for k in range(0, len(chat), size)]
-    share = max(200, (max_chars - used) // max(1, len(stretches)) - 40)
+    share = max(STRETCH_MIN_CHARS // 2, (max_chars - used) // max(1, len(stretches)) - 40)
     for stretch in stretches:
         notes = [note for m in stretch for note in _notes(m)]
         heading = f"## #{stretch[0].position} to #{stretch[-1].position} ({len(stretch)} messages)"

@@ -100,10 +100,13 @@ class Nearby:
             created,
         ) = values
         self.active, self.compressed, self.is_summary = bool(active), bool(compressed), is_summary
-        self.created_at = created
+        # Raw SQL on SQLite answers a string or a naive datetime (stored in UTC): every
+        # timestamp leaves here with its zone.
         if isinstance(created, str):
             created = datetime.fromisoformat(created)
-            self.created_at = created.replace(tzinfo=UTC) if created.tzinfo is None else created
+        if isinstance(created, datetime) and created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        self.created_at = created
 
     @property
     def pk(self) -> int:
