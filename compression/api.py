@@ -15,24 +15,27 @@ from compression.models import CompressionEvent
 from compression.tasks import result_dict
 from compression.triggers import enqueue_manual
 from compression.turn import run_turn
-from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
+from sessions_app.api.schemas import ERRORS as STORE_ERRORS
+from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
 from sessions_app.services import StateConflict, get_session_for_channel
 from sessions_app.services.validation import check_text
 
 router = Router(tags=["compression"])
-ERRORS = {401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 501: ErrorOut}
+ERRORS = {**STORE_ERRORS, 501: ErrorOut}
 
 
 class CompressIn(Schema):
-    around_position: Annotated[int, Field(ge=0, le=2**31)] | None = Field(
-        None, description="Compress only near this message position (local compression)."
+    around_position: json_int(ge=0, le=2**31) | None = Field(
+        None,
+        description="Compress only near this message position (local compression). A position "
+        "the session has no message at answers 404.",
     )
     focus: Annotated[str, Field(max_length=500)] | None = Field(
         None, description="A topic the summary should keep in most detail."
     )
     wait: bool = Field(True, description="Wait for the result (up to wait_seconds).")
     wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class PassOut(Schema):
@@ -59,8 +62,8 @@ class CompressOut(Schema):
 
 class TurnIn(Schema):
     content: Annotated[str, Field(min_length=1)]
-    name: Annotated[str, Field(max_length=200)] | None = None
-    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 @router.post(
@@ -145,7 +148,7 @@ class CodexNotificationsIn(Schema):
         description="Notifications the gateway received from the Codex app server, as sent "
         '(`{"method": "item/completed", "params": {...}}`); others are ignored.'
     )
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CodexNotificationsOut(Schema):

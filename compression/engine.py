@@ -479,8 +479,7 @@ def _continue_in_new_session(session: Session) -> Session:
             external_id=external_id,
         )
         copies = [
-            Message(continues=row, **{name: getattr(row, name) for name in CARRIED})
-            for row in rows
+            Message(continues=row, **{name: getattr(row, name) for name in CARRIED}) for row in rows
         ]
         insert_messages(new, [row.as_openai() for row in rows], rows=copies)
         Message.objects.filter(session=old, active=True).update(

@@ -23,7 +23,7 @@ from compression.threshold import threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app.models import Message, Session
-from sessions_app.services.errors import InvalidInput
+from sessions_app.services.errors import NotFound
 
 logger = logging.getLogger(__name__)
 Trigger = CompressionEvent.Trigger
@@ -245,7 +245,7 @@ def enqueue_manual(
     session: Session, trigger: str, focus: str | None = None, around: int | None = None
 ) -> str:
     """Queue an operator's or gateway's compression now and return the task id: such a request
-    writes nothing, so there is no commit to wait for. Raises InvalidInput for an ``around``
+    writes nothing, so there is no commit to wait for. Raises NotFound for an ``around``
     position the session does not have (the engine would otherwise compress near the tail)."""
     from django_q.tasks import async_task
 
@@ -266,7 +266,7 @@ def check_around(session: Session, around: int | None) -> None:
         around is not None
         and not Message.objects.filter(session=session, position=around, is_summary=False).exists()
     ):
-        raise InvalidInput(
+        raise NotFound(
             f"There is no message #{around} in this session; leave 'around' empty to compress "
             "the whole middle."
         )

@@ -23,7 +23,7 @@ from compression.threshold import threshold_for
 from compression.triggers import enqueue_manual
 from sessions_app.models import Message, Session
 from sessions_app.services import reset_session
-from sessions_app.services.errors import InvalidInput
+from sessions_app.services.errors import NotFound
 
 MAIN_FLOW_LIMIT = 500
 
@@ -121,7 +121,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
                 form.cleaned_data["focus"] or None,
                 form.cleaned_data["around"],
             )
-        except InvalidInput as exc:
+        except NotFound as exc:
             form.add_error("around", exc.message)
     if not form.is_valid():
         problems = "; ".join(e for errors in form.errors.values() for e in errors)

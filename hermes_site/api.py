@@ -14,6 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from compression.api import router as compression_router
 from hermes_site.errors import report
 from search.api import router as search_router
+from search.query import MAX_QUERY_CHARS
 from sessions_app.api.auth import ChannelKey
 from sessions_app.api.routes import router as sessions_router
 from sessions_app.services import ServiceError
@@ -52,16 +53,43 @@ def _service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
 
 
+ROLE_TAGS = {"system", "user", "assistant", "tool"}  # the message union's branch names
+CONTENT_TAGS = {"text", "parts", "null"}  # the content union's
+
+
 def _location(loc: tuple) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "payload", "query", "path")]
+    """A field's path as a person reads it: ``messages.0.content``, without the framework's
+    wrappers or the names of union branches."""
+    parts: list[str] = []
+    previous: object = None
+    for part in loc:
+        skip = part in ("body", "payload", "query", "path")
+        skip = skip or (isinstance(previous, int) and part in ROLE_TAGS)
+        skip = skip or (previous == "content" and part in CONTENT_TAGS)
+        if not skip:
+            parts.append(str(part))
+        previous = part if not skip or part in ("body", "payload") else previous
     return ".".join(parts) or "request"
+
+
+# pydantic's wording where a person needs to know what the field is for.
+EMPTY_QUERY = "the query is empty: type at least one word or character"
+PLAINER = {
+    ("tool_call_id", "missing"): "a tool message needs 'tool_call_id' naming the call it answers",
+    ("q", "string_too_short"): EMPTY_QUERY,
+    ("q", "string_pattern_mismatch"): EMPTY_QUERY,
+    ("q", "string_too_long"): f"the query is too long; the limit is {MAX_QUERY_CHARS:,} characters",
+}
+
+
+def _message(error: dict) -> str:
+    loc = error.get("loc") or ("",)
+    return PLAINER.get((str(loc[-1]), error.get("type", "")), error.get("msg", ""))
 
 
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    errors = [
-        {"loc": _location(tuple(e.get("loc", ()))), "msg": e.get("msg", "")} for e in exc.errors
-    ]
+    errors = [{"loc": _location(tuple(e.get("loc", ()))), "msg": _message(e)} for e in exc.errors]
     summary = "; ".join(f"{e['loc']}: {e['msg']}" for e in errors[:5])
     return api.create_response(
         request, {"detail": f"Invalid request: {summary}", "errors": errors}, status=422

@@ -8,26 +8,40 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from search.filters import storable_time
+from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, InvalidQuery, SearchResult, search
-from sessions_app.api.schemas import ErrorOut
+from sessions_app.api.schemas import ErrorOut, only_declared
 from sessions_app.services import InvalidInput
 
 router = Router(tags=["search"])
 
 
 class SearchQuery(Schema):
-    q: str = Field(description='Words, "a phrase", prefix*; everything else is plain text.')
-    session: UUID | None = None
-    role: Literal["system", "user", "assistant", "tool"] | None = None
-    kind: Literal["live", "summary", "archived"] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    q: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        pattern=NOT_BLANK,
+        description='Words, "a phrase", prefix*; everything else is plain text. At least one '
+        f"character that is not a space; at most {MAX_TERMS} terms (a word, a quoted phrase or a "
+        "run of CJK letters each count as one): more answer 422.",
+    )
+    # Optional parameters, not nullable ones: a query string cannot say null.
+    session: UUID = None
+    role: Literal["system", "user", "assistant", "tool"] = None
+    kind: Literal["live", "summary", "archived"] = None
+    since: datetime = Field(
+        None,
+        description="Only messages from this time on (ISO 8601; without a zone, UTC). Must be "
+        "earlier than `until`: otherwise 422.",
+    )
+    until: datetime = Field(None, description="Only messages before this time.")
     window: int = Field(2, ge=0, le=20, description="Messages before and after each hit.")
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10_000)
+    model_config = ConfigDict(extra="forbid")
 
     @field_validator("since", "until")
     @classmethod
@@ -147,9 +161,10 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
     }
 
 
-@router.get("/search", response={200: SearchOut, 401: ErrorOut, 422: ErrorOut})
+@router.get("/search", response={200: SearchOut, 401: ErrorOut, 422: ErrorOut, 503: ErrorOut})
 def search_messages(request: HttpRequest, query: Query[SearchQuery]):
     """Full-text recall over live, summary and archived messages of this channel's sessions."""
+    only_declared(request, SearchQuery)
     filters = Filters(
         session_id=query.session,
         channel_id=request.auth.pk,

@@ -16,6 +16,13 @@ from search.text import CJK_RUN, WORD, has_cjk, word_text
 
 MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 32
+# A query needs one character outside this set: Python's whitespace and JavaScript's (the API
+# schema states it as a pattern, which JSON Schema tools read as an ECMAScript regex), spelt
+# out so both engines read the same class.
+BLANK = (
+    r" \t\n\r\v\f\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+NOT_BLANK = f"[^{BLANK}]"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -175,7 +182,7 @@ def _trigram_route(terms: tuple[Term, ...]) -> Route | None:
 
 def parse(text: str) -> ParsedQuery:
     """Parse and route. Raises InvalidQuery only for empty or oversized input."""
-    if text is None or not text.strip():
+    if text is None or not re.search(NOT_BLANK, text):
         raise InvalidQuery("The query is empty: type at least one word or character.")
     if len(text) > MAX_QUERY_CHARS:
         raise InvalidQuery(

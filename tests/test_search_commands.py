@@ -51,7 +51,7 @@ def test_search_json_has_the_api_shape(session):
 
 
 def test_search_can_include_rolled_back_rows(session):
-    assert "0 hit(s)" in run("search", "flamingo")[0]
+    assert run("search", "flamingo")[0].startswith("No hits")
     out, _ = run("search", "flamingo", "--include-rolled-back")
     assert "[rolled back]" in out
 
@@ -99,3 +99,29 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
     with connection.cursor() as cursor:
         assert pg.invalid_indexes(cursor) == []
     assert "1 hit(s) from the words index" in run("search", "nginx")[0]
+
+
+def test_a_query_with_no_hits_says_so_plainly(session):
+    out, _ = run("search", "zzyzx-nowhere")
+    assert out.startswith("No hits (tried ") and "no index" not in out
+
+
+def test_a_query_that_is_not_utf8_is_a_clear_error_not_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT, isolated_env
+
+    with isolated_env(tmp_path) as env:
+        result = subprocess.run(
+            [sys.executable, "manage.py", "search", "--", b"\xff"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 1
+    assert "not valid UTF-8" in stderr
+    assert "Traceback" not in stderr

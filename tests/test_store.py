@@ -260,12 +260,12 @@ def test_rollback_never_splits_a_tool_call_from_its_results(session):
 
 def test_a_tool_result_must_answer_a_pending_call(session):
     services.append_messages(session, turn(1)[:2])  # user, assistant calling call_1
-    with pytest.raises(InvalidInput, match=r"answers no pending tool call.*pending: call_1"):
+    with pytest.raises(StateConflict, match=r"answers no pending tool call.*pending: call_1"):
         services.append_messages(
             session, [{"role": "tool", "tool_call_id": "nope", "content": "x"}]
         )
     services.append_messages(session, [{"role": "tool", "tool_call_id": "call_1", "content": "ok"}])
-    with pytest.raises(InvalidInput, match="pending: none"):
+    with pytest.raises(StateConflict, match="pending: none"):
         services.append_messages(
             session, [{"role": "tool", "tool_call_id": "call_1", "content": "again"}]
         )
@@ -273,7 +273,7 @@ def test_a_tool_result_must_answer_a_pending_call(session):
 
 
 def test_a_result_after_another_message_is_an_orphan(session):
-    with pytest.raises(InvalidInput, match=r"messages\[3\]"):
+    with pytest.raises(StateConflict, match=r"messages\[3\]"):
         services.append_messages(
             session, [*turn(1)[:2], {"role": "user", "content": "hm"}, turn(1)[2]]
         )

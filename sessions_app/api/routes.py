@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from sessions_app import services
 from sessions_app.api.schemas import (
+    ERRORS,
     AppendIn,
     AppendOut,
     ContextOut,
-    ErrorOut,
     MessageOut,
     MessagePage,
     ResetIn,
@@ -22,12 +22,11 @@ from sessions_app.api.schemas import (
     RollbackOut,
     SessionCreateIn,
     SessionOut,
+    only_declared,
 )
 from sessions_app.models import Message, Session
 
 router = Router(tags=["sessions"])
-
-ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
 
 
 def _session(request: HttpRequest, session_id: str) -> Session:
@@ -44,12 +43,15 @@ def open_session(request: HttpRequest, payload: SessionCreateIn):
 class SessionListQuery(Schema):
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000)
-    external_id: str | None = None
+    # Optional parameters, not nullable ones: a query string cannot say null.
+    external_id: Annotated[str, Field(min_length=1, max_length=200)] = None
+    model_config = ConfigDict(extra="forbid")
 
 
 @router.get("/sessions", response={200: list[SessionOut], **ERRORS})
 def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
     """This channel's sessions, most recently active first."""
+    only_declared(request, SessionListQuery)
     sessions = Session.objects.filter(channel=request.auth).select_related("channel")
     if query.external_id is not None:
         sessions = sessions.filter(external_id=query.external_id)
@@ -80,14 +82,16 @@ def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
 
 
 class MessageListQuery(Schema):
-    kind: Literal["live", "summary", "archived", "rolled_back"] | None = None
-    after: int | None = Field(None, ge=-1, le=2**31, description="Return rows after this position.")
+    kind: Literal["live", "summary", "archived", "rolled_back"] = None
+    after: int = Field(None, ge=-1, le=2**31, description="Return rows after this position.")
     limit: int = Field(100, ge=1, le=1000)
+    model_config = ConfigDict(extra="forbid")
 
 
 @router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERRORS})
 def list_messages(request: HttpRequest, session_id: str, query: Query[MessageListQuery]):
     """Every row of the session in order, including archived and rolled-back ones."""
+    only_declared(request, MessageListQuery)
     session = _session(request, session_id)
     rows = Message.objects.filter(session=session)
     if query.kind:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 from uuid import UUID
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic_core import PydanticCustomError
 
 from sessions_app.models import Message, Session
 
@@ -15,9 +16,28 @@ MAX_BATCH = 1_000
 MAX_TOKENS = 2**40  # far above any context window; keeps integers inside SQL ranges
 
 
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer includes 5.0; strict validation would refuse it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def json_int(**constraints: Any) -> Any:
+    """An integer as JSON Schema means it: 5 and 5.0, never "5" or true. (The constraints come
+    before the validator, or the schema would show them under pydantic's own names.)"""
+    return Annotated[int, Field(**constraints), BeforeValidator(_integral)]
+
+
+# Request bodies are JSON: their types are strict (``0`` is not ``false``, ``"5"`` is not 5).
+STRICT_BODY = ConfigDict(extra="forbid", strict=True)
+# A message keeps every field a model API sent with it, to replay verbatim.
+STRICT_MESSAGE = ConfigDict(extra="allow", strict=True)
+
+
 class SessionCreateIn(Schema):
     model: Annotated[str, Field(max_length=200)] = ""
-    context_window: Annotated[int, Field(ge=1024, le=100_000_000)] | None = Field(
+    context_window: json_int(ge=1024, le=100_000_000) | None = Field(
         None,
         description="Tokens. Optional for known models; see GET /sessions/{id} for the value used.",
     )
@@ -32,7 +52,7 @@ class SessionCreateIn(Schema):
         description="The model runs through a Codex app server in this thread: compaction "
         "follows compression.codex_app_server_auto (native, managed or off).",
     )
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_BODY
 
 
 class Counters(Schema):
@@ -105,51 +125,147 @@ class SessionOut(Schema):
         }
 
 
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class FunctionCallIn(BaseModel):
-    name: Annotated[str, Field(min_length=1, max_length=200)]
+    name: Id
     arguments: str = Field("", description="JSON-encoded arguments, as the model produced them.")
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT_MESSAGE
 
 
 class ToolCallIn(BaseModel):
-    id: Annotated[str, Field(min_length=1, max_length=200)]
+    id: Id = Field(description="Unique within its message.")
     type: Literal["function"] = "function"
     function: FunctionCallIn
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT_MESSAGE
 
 
 class ContentPartIn(BaseModel):
     type: Annotated[str, Field(min_length=1, max_length=50)]
     text: str | None = None
-    model_config = ConfigDict(extra="allow")
+    model_config = STRICT_MESSAGE
 
 
-class MessageIn(BaseModel):
+def _content_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "parts"
+    return "null" if value is None else None
+
+
+def _content(*kinds: str) -> Any:
+    """A message's content: a string or a list of parts (null where ``kinds`` allows it),
+    chosen by the input's own type so an error names only the shape that was sent."""
+    shapes = {
+        "text": Annotated[str, Tag("text")],
+        "parts": Annotated[list[ContentPartIn], Tag("parts")],
+        "null": Annotated[None, Tag("null")],
+    }
+    allowed = " or ".join(
+        {"text": "a string", "parts": "a list of parts", "null": "null"}[k] for k in kinds
+    )
+    return Annotated[
+        Union[tuple(shapes[k] for k in kinds)],  # noqa: UP007 - built from a tuple
+        Discriminator(
+            _content_kind,
+            custom_error_type="content_shape",
+            custom_error_message=f"content is required: {allowed}",
+        ),
+    ]
+
+
+Content = _content("text", "parts")
+
+
+def _absent(rule: str) -> Any:
+    """A field this role never carries: null or left out (the schema says null), refused with
+    ``rule`` as the message otherwise."""
+
+    def check(value: Any) -> Any:
+        if value is not None:
+            raise PydanticCustomError("not_for_this_role", rule)
+        return value
+
+    return Annotated[None, BeforeValidator(check), Field(None, description=rule)]
+
+
+NoToolCalls = _absent("only assistant messages carry 'tool_calls'")
+NoToolCallId = _absent("only tool messages carry 'tool_call_id'")
+
+
+class _MessageIn(BaseModel):
     """An OpenAI chat message. Unknown fields are kept and replayed in the context verbatim.
 
     (A plain pydantic model, not ninja's Schema, so that extra fields survive validation.)"""
 
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[ContentPartIn] | None = None
-    tool_calls: list[ToolCallIn] | None = None
-    tool_call_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    model_config = ConfigDict(extra="allow")
+    name: Id | None = None
+    model_config = STRICT_MESSAGE
+
+
+class SystemMessageIn(_MessageIn):
+    role: Literal["system"]
+    content: Content
+    tool_calls: NoToolCalls = None
+    tool_call_id: NoToolCallId = None
+
+
+class UserMessageIn(_MessageIn):
+    role: Literal["user"]
+    content: Content
+    tool_calls: NoToolCalls = None
+    tool_call_id: NoToolCallId = None
+
+
+class AssistantMessageIn(_MessageIn):
+    """``content`` may be null (or absent) only when the message carries ``tool_calls``."""
+
+    role: Literal["assistant"]
+    content: _content("text", "parts", "null") = None
+    tool_calls: Annotated[list[ToolCallIn], Field(min_length=1)] | None = None
+    tool_call_id: NoToolCallId = None
+    model_config = ConfigDict(
+        extra="allow",
+        strict=True,
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}},
+                {"required": ["tool_calls"], "properties": {"tool_calls": {"type": "array"}}},
+            ]
+        },
+    )
+
+
+class ToolMessageIn(_MessageIn):
+    role: Literal["tool"]
+    content: Content
+    tool_call_id: Id = Field(description="The id of the assistant's tool call this answers.")
+    tool_calls: NoToolCalls = None
+
+
+MessageIn = Annotated[
+    SystemMessageIn | UserMessageIn | AssistantMessageIn | ToolMessageIn,
+    Field(discriminator="role"),
+]
 
 
 class UsageIn(BaseModel):
-    prompt_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    completion_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    total_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    input_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
-    model_config = ConfigDict(extra="allow")
+    prompt_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    completion_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    total_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    input_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    output_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class AppendIn(BaseModel):
-    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH)]
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH)] = Field(
+        description="In order. A tool result must answer an unanswered call of the assistant "
+        "message before it (in this batch or the live context): otherwise 409."
+    )
     usage: UsageIn | None = Field(None, description="Usage the model reported for the last call.")
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_BODY
 
 
 class MessageOut(Schema):
@@ -227,9 +343,9 @@ class MessagePage(Schema):
 
 
 class RollbackIn(Schema):
-    count: Annotated[int, Field(ge=1, le=10_000)] = 1
+    count: json_int(ge=1, le=10_000) = 1
     mode: Literal["undo", "regenerate"] = "undo"
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_BODY
 
 
 class RollbackOut(Schema):
@@ -239,7 +355,7 @@ class RollbackOut(Schema):
 
 class ResetIn(Schema):
     keep_system_prompt: bool = True
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_BODY
 
 
 class ResetOut(Schema):
@@ -249,3 +365,34 @@ class ResetOut(Schema):
 
 class ErrorOut(Schema):
     detail: str
+
+
+# Every status a route can answer besides its successes: 400 a body that is not JSON, 401 no or
+# a bad key, 404 not this channel's (or no such) session, 409 the session's state forbids it,
+# 413 a body or message over its limit, 422 a request that breaks a rule, 503 the database busy.
+ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
+    503: ErrorOut,
+}
+
+
+def only_declared(request: Any, query: type[BaseModel]) -> None:
+    """Refuse query parameters a route does not take, and any given twice (django-ninja drops
+    the first silently, so a misspelt ``limt=5`` would quietly mean the default)."""
+    from sessions_app.services import InvalidInput
+
+    known = {field.alias or name for name, field in query.model_fields.items()}
+    unknown = sorted(set(request.GET) - known)
+    if unknown:
+        shown = ", ".join(repr(name) for name in unknown[:5])
+        raise InvalidInput(
+            f"Unknown query parameter(s) {shown}; this route takes {', '.join(sorted(known))}."
+        )
+    repeated = sorted(name for name in request.GET if len(request.GET.getlist(name)) > 1)
+    if repeated:
+        raise InvalidInput(f"Query parameter(s) {', '.join(repeated)} given more than once.")

@@ -11,7 +11,7 @@ from typing import Any
 
 from hermes_site.config import get_config
 from sessions_app.models import Message
-from sessions_app.services.errors import ContentTooLarge, InvalidInput
+from sessions_app.services.errors import ContentTooLarge, InvalidInput, StateConflict
 
 KNOWN_FIELDS = {"role", "content", "tool_calls", "tool_call_id", "name"}
 ROLES = tuple(Message.Role.values)
@@ -134,7 +134,8 @@ def check_tool_pairing(
             call_id = message.get("tool_call_id")
             if call_id not in open_calls:
                 waiting = ", ".join(sorted(open_calls)) or "none"
-                raise InvalidInput(
+                # 409: the message is well formed; the conversation's order refuses it.
+                raise StateConflict(
                     f"{where}: tool_call_id {call_id!r} answers no pending tool call "
                     f"(pending: {waiting}). A tool result must follow the assistant message "
                     "that made the call, once per call."

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from compression.engine import AlreadyRunning, compress
 from compression.models import CompressionEvent
 from compression.triggers import check_around
-from sessions_app.services import InvalidInput, NotFound, get_session_for_channel
+from sessions_app.services import NotFound, get_session_for_channel
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         try:
             check_around(target, around)
-        except InvalidInput as exc:
+        except NotFound as exc:
             raise CommandError(exc.message) from None
         try:
             result = compress(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from uuid import UUID
 
@@ -48,9 +49,18 @@ class Command(BaseCommand):
             raise CommandError("--limit must be between 1 and 100.")
         if not 0 <= options["window"] <= 20:
             raise CommandError("--window must be between 0 and 20.")
+        text = " ".join(options["query"])
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # The shell passed bytes that are not UTF-8 (Python keeps them as lone surrogates).
+            raw = os.fsencode(text)
+            raise CommandError(
+                f"The query is not valid UTF-8 ({raw!r}); check the terminal's encoding."
+            ) from None
         try:
             result = search(
-                " ".join(options["query"]),
+                text,
                 filters,
                 limit=options["limit"],
                 window=options["window"],
@@ -69,10 +79,12 @@ class Command(BaseCommand):
                 )
             )
             return
-        self.stdout.write(
-            f"{len(result.hits)} hit(s) from the {result.index or 'no'} index"
-            f" (tried {' → '.join(result.tried)})"
-        )
+        tried = " → ".join(result.tried) or "nothing: the query has no searchable text"
+        if result.hits:
+            source = f"the {result.index} index" if result.index else "the rolled-back rows"
+            self.stdout.write(f"{len(result.hits)} hit(s) from {source}")
+        else:
+            self.stdout.write(f"No hits (tried {tried})")
         for hit in result.hits:
             m = hit.message
             flag = " [rolled back]" if hit.rolled_back else ""

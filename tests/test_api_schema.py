@@ -1,0 +1,176 @@
+"""The API's OpenAPI schema and its behaviour agree: schemathesis generates requests from
+``/api/v1/openapi.json`` (valid ones and ones that break it) and runs every built-in check on
+each answer -- statuses, content types, response bodies against the schema, valid data
+accepted, invalid data refused, no server errors.
+
+The few rules OpenAPI cannot state are in the schema's descriptions and docs/api.md; valid
+cases that break one of them are filtered out here (each named below), so every other
+refusal of schema-valid data still fails this test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.core.parameters import ParameterLocation
+
+from compression.fake_model import FakeModelServer, Reply
+from hermes_site.wsgi import application
+from search.query import MAX_TERMS, NOT_BLANK, parse_terms
+from sessions_app import services
+from sessions_app.keys import create_channel
+
+load_all_checks()
+ALL_CHECKS = CHECKS.get_all()
+
+# Loading the schema reads no database: the module loads it once, at collection.
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _moment(value) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def breaks_a_documented_rule(case) -> bool:
+    """The rules a schema cannot state (docs/api.md, "Rules the schema cannot state")."""
+    query = case.query or {}
+    since, until = _moment(query.get("since")), _moment(query.get("until"))
+    if since and until and since >= until:
+        return True  # since must be earlier than until
+    if isinstance(query.get("q"), str) and len(parse_terms(query["q"])) > MAX_TERMS:
+        return True  # at most 32 terms
+    body = case.body if isinstance(case.body, (dict, list)) else None
+    if any("\x00" in text for text in _strings(body)):
+        return True  # no NUL characters (PostgreSQL cannot store them)
+    for message in (body or {}).get("messages", []) if isinstance(body, dict) else []:
+        ids = [call.get("id") for call in (message.get("tool_calls") or [])]
+        if len(ids) != len(set(ids)):
+            return True  # tool call ids are unique within a message
+    return False
+
+
+@schema.hook
+def filter_case(context, case) -> bool:
+    mode = case.meta.generation.mode if case.meta is not None else None
+    return not (mode is not None and mode.is_positive and breaks_a_documented_rule(case))
+
+
+@pytest.fixture
+def chat_model():
+    with FakeModelServer() as server:
+        server.script.default = Reply("## Goal\n" + "Checked and fine. " * 10)
+        yield server
+
+
+@pytest.fixture
+def gateway_key(db, hermes_config, chat_model):
+    hermes_config(
+        model={"default": "gpt-4o", "base_url": chat_model.base_url},
+        auxiliary={"compression": {"model": "s", "base_url": chat_model.base_url}},
+        compression={"context_timeout_seconds": 5, "context_total_ceiling_seconds": 10},
+    )
+    channel, issued = create_channel("schemathesis")
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys").session
+    services.append_messages(
+        session, [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    )
+    return issued.plaintext, str(session.pk)
+
+
+@schema.parametrize()
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
+)
+def test_every_answer_matches_the_schema_with_every_check_on(case, gateway_key):
+    key, session_id = gateway_key
+    meta = case.meta
+
+    def negative(location: ParameterLocation) -> bool:
+        return meta is not None and meta.is_negative_at(location)
+
+    # A real session, so routes go deep -- unless the path itself is what this case breaks.
+    if "session_id" in (case.path_parameters or {}) and not negative(ParameterLocation.PATH):
+        case.path_parameters["session_id"] = session_id
+    # The channel key, unless the headers (a missing or broken key) are what it breaks.
+    headers = None if negative(ParameterLocation.HEADER) else {"Authorization": f"Bearer {key}"}
+    case.call_and_validate(headers=headers, checks=ALL_CHECKS)
+
+
+def test_the_schema_states_the_rules_it_can(client):
+    spec = json.loads(client.get("/api/v1/openapi.json").content)
+    q = next(p for p in spec["paths"]["/api/v1/search"]["get"]["parameters"] if p["name"] == "q")
+    assert q["schema"]["minLength"] == 1 and q["schema"]["pattern"] == NOT_BLANK
+    tool = spec["components"]["schemas"]["ToolMessageIn"]
+    assert "tool_call_id" in tool["required"]
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            statuses = set(operation["responses"])
+            assert {"401", "422", "503"} <= statuses, (method, path)
+            if method == "post":
+                assert {"400", "404", "409", "413"} <= statuses, (method, path)
+
+
+def test_json_booleans_and_integers_are_strict(gateway):
+    sid = gateway.open()["id"]
+    for path, body in [
+        (f"/sessions/{sid}/reset", {"keep_system_prompt": 0}),
+        (f"/sessions/{sid}/compress", {"wait": 0}),
+        (f"/sessions/{sid}/compress", {"wait_seconds": False}),
+        (f"/sessions/{sid}/rollback", {"count": "1"}),
+        (f"/sessions/{sid}/rollback", {"count": True}),
+    ]:
+        response = gateway.post(path, body)
+        assert response.status_code == 422, (path, body, response.content)
+    # 1.0 is an integer in JSON Schema's sense, and accepted as one.
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "a"}]})
+    assert gateway.post(f"/sessions/{sid}/rollback", {"count": 1.0}).status_code == 200
+
+
+def test_every_timestamp_in_a_search_answer_carries_its_zone(gateway):
+    sid = gateway.open(system_prompt="sys")["id"]
+    gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "zebra crossing"}]},
+    )
+    body = gateway.get("/search", q="zebra").json()
+    (hit,) = body["hits"]
+    stamps = [hit["message"]["created_at"]]
+    stamps += [row["created_at"] for row in hit["window"]]
+    stamps += [hit["bookmarks"][end]["timestamp"] for end in ("start", "end")]
+    for stamp in stamps:
+        assert datetime.fromisoformat(stamp).tzinfo is not None, stamp
+
+
+def test_unknown_or_repeated_query_parameters_are_refused(gateway):
+    assert gateway.get("/sessions", limt=5).status_code == 422
+    response = gateway.client.get(
+        "/api/v1/sessions?limit=1&limit=2", HTTP_AUTHORIZATION=f"Bearer {gateway.key}"
+    )
+    assert response.status_code == 422 and "more than once" in response.json()["detail"]
