@@ -19,9 +19,7 @@ MAX_TERMS = 32
 # A query needs one character outside this set: Python's whitespace and JavaScript's (the API
 # schema states it as a pattern, which JSON Schema tools read as an ECMAScript regex), spelt
 # out so both engines read the same class.
-BLANK = (
-    r" \t\n\r\v\f\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
+BLANK = r" \t\n\r\v\f\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 NOT_BLANK = f"[^{BLANK}]"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
