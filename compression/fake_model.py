@@ -5,7 +5,8 @@ assert on what the service really sent. Behaviours:
 
 * ``Reply(content, reasoning=None, delay=0, chunk_delay=0)`` -- success, streamed or not;
 * ``Fail(status, message, code=None, type=None)`` -- an HTTP error with an OpenAI error body;
-* ``Malformed()`` -- a 200 whose body is not JSON; ``Drop()`` -- the connection is closed.
+* ``Malformed()`` -- a 200 whose body is not JSON; ``Drop()`` -- the connection is closed;
+* ``Digest(ratio)`` -- a summary in proportion to the transcript asked about (the demo's).
 
 ``POST …/chat/completions`` answers as chat completions; ``POST …/responses`` as the Responses
 API (non-streamed), with a ``compaction`` output item first when the Reply has ``compaction``.
@@ -66,7 +67,36 @@ class Drop:
     pass
 
 
-Behaviour = Reply | Fail | Malformed | Drop | Raw
+@dataclass
+class Digest:
+    """For the demo: a summary in proportion to what it was asked to summarise (``ratio`` of the
+    transcript's characters, its message headers and first lines taken evenly), so a long span
+    gets a summary the engine accepts; a request that is not a summary gets a short reply."""
+
+    ratio: float = 0.05
+
+
+Behaviour = Reply | Fail | Malformed | Drop | Raw | Digest
+
+TRANSCRIPT = "TRANSCRIPT TO SUMMARISE:"
+
+
+def digest(body: dict[str, Any] | None, ratio: float) -> str:
+    messages = (body or {}).get("messages") or []
+    prompt = messages[-1].get("content") if messages else ""
+    prompt = prompt if isinstance(prompt, str) else ""
+    if TRANSCRIPT not in prompt:
+        return f"(loopback model) I read {len(messages)} message(s); this is a scripted reply."
+    transcript = prompt.split(TRANSCRIPT, 1)[1]
+    lines = [line.strip()[:160] for line in transcript.splitlines() if line.strip()]
+    want = max(400, int(len(transcript) * ratio))
+    size = sum(len(line) + 3 for line in lines) or 1
+    step = max(1, round(size / want))
+    picked = "\n".join(f"- {line}" for line in lines[::step])
+    return (
+        "## Goal\nSummarised by the loopback test model (a digest of the transcript).\n"
+        f"## Completed actions\n{picked}\n## Current state\nAs the last lines above say."
+    )
 
 
 @dataclass
@@ -120,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         with script.lock:
             script.requests.append(Recorded(self.path, dict(self.headers.items()), body))
         behaviour = script.next()
+        if isinstance(behaviour, Digest):
+            behaviour = Reply(digest(body, behaviour.ratio))
         if isinstance(behaviour, Drop):
             self.close_connection = True
             self.connection.shutdown(2)
@@ -291,14 +323,12 @@ def main() -> None:
     parser.add_argument(
         "--summary",
         default=None,
-        help="Fixed reply; by default a short structured summary quoting the request size.",
+        help="Fixed reply; by default a digest of the transcript it is asked to summarise "
+        "(about 5%% of its length).",
     )
     args = parser.parse_args()
     server = FakeModelServer(port=args.port)
-    server.script.default = Reply(
-        content=args.summary
-        or "## Goal\nDemo conversation.\n## Current state\nSummarised by the loopback test model."
-    )
+    server.script.default = Reply(content=args.summary) if args.summary else Digest()
     print(f"Fake model listening on {server.base_url} (Ctrl-C stops it)")
     server._thread.run()
 

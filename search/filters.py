@@ -34,11 +34,13 @@ class Filters:
 
 
 def storable_time(value: datetime | None) -> datetime | None:
-    """A time bound the database can compare: within years 1-9999 once moved to UTC (year 1 at
-    +01:00 is year 0 in UTC, which no backend can store). Raises ValueError saying so."""
+    """A time bound the database can compare, in UTC: within years 1-9999 once moved there
+    (year 1 at +01:00 is year 0 in UTC, which no backend can store; raises ValueError saying
+    so), and with no offset left for the database to read (PostgreSQL refuses offsets beyond
+    ±15:59, which ISO 8601 and Python allow)."""
     if value is not None and value.tzinfo is not None:
         try:
-            value.astimezone(UTC)
+            return value.astimezone(UTC)
         except OverflowError:
             raise ValueError(
                 f"{value.isoformat()} is outside the years 1-9999 once converted to UTC"

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.parameters import ParameterLocation
@@ -95,7 +97,15 @@ def gateway_key(db, hermes_config, chat_model):
     services.append_messages(
         session, [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
     )
-    return issued.plaintext, str(session.pk)
+    # Requests go through the WSGI handler, whose end-of-request signal would close the test's
+    # database connection (and its transaction); Django's own test client unhooks it the same way.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield issued.plaintext, str(session.pk)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 @schema.parametrize()

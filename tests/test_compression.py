@@ -630,3 +630,14 @@ def test_in_place_false_keeps_provenance_across_the_hop_and_search_shows_a_fact_
     assert len({h.message.content for h in hits}) == len(hits)
     summary_hits = search('"#4 to #"', Filters(channel_id=channel.pk)).hits
     assert [h.session.pk for h in summary_hits] == [new.pk]
+
+
+def test_the_demo_model_answers_a_digest_the_engine_accepts(channel, summariser, model_server):
+    from compression.fake_model import Digest
+
+    model_server.script.default = Digest()
+    session = make_session(channel, turns=140, size=120)
+    result = compress(session, max_passes=1)
+    assert result.outcome == "compressed", result.events[0].error
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert "digest of the transcript" in summary.content

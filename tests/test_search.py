@@ -444,3 +444,14 @@ def test_a_window_reaches_past_a_block_of_rolled_back_rows(gateway):
     (hit,) = found(gateway, "walrus-needle", window=2)["hits"]
     leads = [row["lead"] for row in hit["window"]]
     assert leads == ["before the needle", "the walrus-needle row", "after 0", "after 1"]
+
+
+def test_a_time_bound_with_an_offset_postgresql_cannot_read_is_compared_in_utc(gateway):
+    # ISO 8601 allows offsets up to ±23:59; PostgreSQL refuses beyond ±15:59.
+    sid = gateway.open(system_prompt="sys")["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "Øx"}]})
+    response = gateway.get(
+        "/search", q="Øx", since="2000-01-01T00:00:00-18:28", until="2704-06-26T09:23:42+20:30"
+    )
+    assert response.status_code == 200, response.content
+    assert [h["message"]["role"] for h in response.json()["hits"]] == ["user"]
