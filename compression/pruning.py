@@ -33,6 +33,7 @@ from compression.models import CompressionEvent
 from compression.selection import select
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
+from hermes_site.errors import report
 from sessions_app.models import Message, Session
 from sessions_app.services.context import live_rows
 from sessions_app.tokens import count_message
@@ -185,8 +186,8 @@ def prune(session: Session, trigger: str) -> PruneResult:
             if result.outcome == Outcome.PRUNED:
                 _record(locked, result, trigger, threshold)
     except Exception as exc:  # F4: pruning is an optimisation; failing must change nothing
-        logger.exception("proactive pruning of session %s failed", session.pk)
-        result = PruneResult(Outcome.FAILED, f"pruning failed, session unchanged: {exc}"[:250])
+        message = report(exc, f"proactive pruning of session {session.pk}")
+        result = PruneResult(Outcome.FAILED, f"pruning failed, session unchanged. {message}"[:300])
         _record(session, result, trigger, threshold)
     finally:
         _release(session, claim)
