@@ -59,6 +59,11 @@ class CompressionResult:
 
     @property
     def outcome(self) -> str:
+        """The run's outcome: its last pass that wrote a summary, if any did (a deeper pass
+        that finds nothing more to gain does not undo the first one's work), else its last."""
+        wrote = [p for p in self.passes if p.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK)]
+        if wrote:
+            return wrote[-1].outcome
         return self.passes[-1].outcome if self.passes else Outcome.SKIPPED
 
     @property
@@ -256,7 +261,7 @@ def _one_pass(
                 config.context_total_ceiling_seconds,
             )
             summary = summarize(built, model, idle_timeout=idle, total_timeout=total)
-            vet(summary.text, selection.middle_tokens, _counter(session))
+            vet(summary.text, selection.middle_tokens, _counter(session), budget)
             text, fallback, model_name = summary.text, False, summary.model
         except SummaryFailed as failed:
             error, failure_kind = str(failed), failed.kind
@@ -389,7 +394,6 @@ def _write_back(
             position=first.position,
             role=role,
             content=content,
-            prefixes_next=placement.prefixes_next or None,
             token_count=summary_tokens,
             is_fallback_summary=fallback,
             covers_from_position=first.position,
@@ -450,7 +454,6 @@ CARRIED = (
     "pruned_at",
     "is_summary",
     "is_fallback_summary",
-    "prefixes_next",
     "covers_from_position",
     "covers_to_position",
 )

@@ -188,7 +188,6 @@ def _fold(session: Session, config) -> MicroResult:
             position=first.position,
             role=role,
             content=content,
-            prefixes_next=placement.prefixes_next or None,
             token_count=summary_tokens,
             is_fallback_summary=fallback,
             covers_from_position=first.covers_from_position or first.position,

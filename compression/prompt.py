@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from hermes_site.config import CompressionConfig
 from search.text import has_cjk
 from sessions_app.models import Message
+from sessions_app.services.context import Placement, place_summary
 
 SUMMARY_PREFIX = (
     "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns of this conversation were compressed "
@@ -165,30 +166,11 @@ def wrap_summary(text: str, *, fallback: bool) -> str:
     return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
 
 
-@dataclass(frozen=True)
-class Placement:
-    role: str
-    prefixes_next: bool  # sent at the start of the next message, not as a message of its own
-
-
 def summary_role(previous: Message | None, following: Message | None) -> Placement:
-    """The summary's role, chosen from both neighbours so that no two user or two assistant
-    messages meet (providers that enforce alternation refuse that). After the system prompt or
-    nothing only a user message fits (a conversation opens with the user), after an assistant
-    message a user one, after a user message an assistant one, after a tool result either
-    (user first). A role equal to the next message's is ruled out too. Where nothing is left
-    (assistant | user, user | assistant, system | user) the summary goes ahead of the next
-    message's own text, as Hermes Agent does."""
-    Role = Message.Role
-    after = previous.role if previous is not None else None
-    if after == Role.TOOL:
-        candidates = [Role.USER, Role.ASSISTANT]
-    elif after == Role.USER:
-        candidates = [Role.ASSISTANT]
-    else:
-        candidates = [Role.USER]
-    before = following.role if following is not None else None
-    fitting = [role for role in candidates if role != before]
-    if fitting:
-        return Placement(fitting[0], False)
-    return Placement(before, True)
+    """The role a summary between these rows is written with: the store's placement rule
+    (``place_summary``), which the live context applies again, to the neighbours it has then,
+    every time it is sent. Merged, the summary takes the role of the message it leads."""
+    return place_summary(
+        previous.role if previous is not None else None,
+        following.role if following is not None else None,
+    )

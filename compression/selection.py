@@ -99,8 +99,6 @@ def select_around(
     start = max(head_len, index - radius)
     end = min(tail_start, index + radius + 1)
     start = max(head_len, _align_tail_start(rows, start))
-    if start > 0 and rows[start - 1].is_summary and rows[start - 1].prefixes_next:
-        start -= 1  # a summary sent ahead of the first row goes with it
     end = _align_tail_start(rows, end) if end < len(rows) else end
     if end <= start:
         start = end = max(head_len, min(start, tail_start))

@@ -121,21 +121,35 @@ REFUSAL = re.compile(
     re.I,
 )
 REFUSAL_MAX_CHARS = 1_000  # a longer reply is a summary that happens to open apologetically
-MIN_SHARE = 0.01  # a summary under 1% of the tokens it replaces is absurdly short
+MIN_SHARE = 0.01  # a summary under 1% of the tokens it replaces is absurdly short...
+BUDGET_SHARE = 0.05  # ...unless it is at least 5% of its budget (the model saw at most ~40K
+# tokens of a huge span, and the prompt says shorter is fine: a 2,000-token summary of 500K
+# tokens is a summary)
 
 
-def vet(text: str, replaced_tokens: int, count: Callable[[str], int]) -> None:
+def floor_tokens(replaced_tokens: int, budget: int | None) -> int:
+    """The fewest tokens a summary of ``replaced_tokens`` may have."""
+    floor = int(replaced_tokens * MIN_SHARE)
+    if budget:
+        floor = min(floor, int(budget * BUDGET_SHARE))
+    return floor
+
+
+def vet(
+    text: str, replaced_tokens: int, count: Callable[[str], int], budget: int | None = None
+) -> None:
     """Raise SummaryFailed for a reply that must not become the summary: a refusal, or one
-    absurdly short for what it replaces (under ``MIN_SHARE`` of its tokens). Either is treated
-    as a failed call -- fallback, failure counters and cooldown -- never as a good summary."""
+    absurdly short for what it replaces (``floor_tokens``). Either is treated as a failed call
+    -- fallback, failure counters and cooldown -- never as a good summary."""
     if len(text) < REFUSAL_MAX_CHARS and REFUSAL.match(text):
         raise SummaryFailed("refusal", f"the model declined instead of summarising: {text[:120]!r}")
     tokens = count(text)
-    if tokens < int(replaced_tokens * MIN_SHARE):
+    floor = floor_tokens(replaced_tokens, budget)
+    if tokens < floor:
         raise SummaryFailed(
             "too_short",
-            f"a {tokens:,}-token reply cannot summarise {replaced_tokens:,} tokens (the floor "
-            f"is {MIN_SHARE:.0%}: {int(replaced_tokens * MIN_SHARE):,} tokens)",
+            f"a {tokens:,}-token reply cannot summarise {replaced_tokens:,} tokens (the floor is "
+            f"{floor:,}: {MIN_SHARE:.0%} of them, at most {BUDGET_SHARE:.0%} of the budget)",
         )
 
 

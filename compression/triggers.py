@@ -164,7 +164,26 @@ def enqueue(session: Session, trigger: str) -> bool:
     if not marked:
         return False
     session.auto_queued_at = now
-    _enqueue_task("compression.tasks.automatic_task", session, f"{trigger} {session.pk}", trigger)
+    session_id = str(session.pk)
+
+    def queue() -> None:
+        from django_q.tasks import async_task
+
+        try:
+            async_task(
+                "compression.tasks.automatic_task",
+                session_id,
+                trigger,
+                task_name=f"{trigger} {session_id}",
+                group="compression",
+            )
+        except Exception as exc:
+            # The broker refused (Redis down): the write stands; the mark goes, so the next
+            # append over the threshold tries again instead of waiting an hour.
+            report(exc, f"queueing an automatic compression of session {session_id}")
+            Session.objects.filter(pk=session_id, auto_queued_at=now).update(auto_queued_at=None)
+
+    transaction.on_commit(queue)
     return True
 
 
@@ -209,6 +228,7 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
             return [Decision(trigger, "skip", reason)]
     decision = decide(session, trigger, tokens)
     if decision.action == "compress":
+        session.refresh_from_db(fields=["auto_queued_at", "compressing_until"])
         busy = pending(session)
         if busy is None and enqueue(session, trigger):
             decision.action = "queued"
@@ -328,8 +348,10 @@ def hygiene(session: Session, *, hold: float | None = None) -> Decision:
     decision = decide(session, Trigger.HYGIENE, tokens, force_reason=force, bypass_locks=hard)
     if decision.action != "compress":
         return decision
-    if hold is None or connection.in_atomic_block:
-        # Inline: no turn is waiting, or a thread could not see this transaction's rows.
+    if hold is None or connection.in_atomic_block or not config.in_place:
+        # Inline: no turn is waiting; or a thread could not see this transaction's rows; or
+        # (in_place: false) the compression moves the conversation to a new session, which the
+        # turn must follow before it stores anything.
         return _hygiene_compress(session.pk, hard, wait=0)
     finished = _within(hold, lambda: _hygiene_compress(session.pk, hard, wait=hold))
     if finished is not None:
@@ -348,13 +370,20 @@ def _hygiene_compress(session_id: Any, hard: bool, *, wait: float) -> Decision:
     session is waited for (up to ``wait`` seconds) instead of reported at once."""
     config = get_config().compression
     session = Session.objects.get(pk=session_id)
-    outcome = run_automatic(
-        session,
-        Trigger.HYGIENE,
-        bypass_locks=hard,
-        idle_timeout=config.hygiene_timeout_seconds,
-        total_timeout=config.hygiene_total_ceiling_seconds,
-    )
+    try:
+        outcome = run_automatic(
+            session,
+            Trigger.HYGIENE,
+            bypass_locks=hard,
+            idle_timeout=config.hygiene_timeout_seconds,
+            total_timeout=config.hygiene_total_ceiling_seconds,
+        )
+    except Exception as exc:
+        # Recorded as a failed hygiene compression, so G2's cooldown starts: the next turn
+        # does not run into the same error.
+        message = report(exc, f"the hygiene compression of session {session_id}")
+        _record(session, Trigger.HYGIENE, Outcome.FAILED, message)
+        return Decision(Trigger.HYGIENE, Outcome.FAILED, message)
     if outcome.action == "running" and wait:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:

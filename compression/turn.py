@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+from django.utils import timezone
 
 from compression import guards, plugins, server_compaction
 from compression.engine import CompressionResult, compress
@@ -239,10 +240,12 @@ def run_turn(
             # Each retry compresses deeper (a smaller protected tail) than the one before.
             step = run_automatic(session, Trigger.ERROR, first_attempt=attempts)
             if step.action == "running":
-                # Another compression holds the session: wait for it, without using an attempt.
-                if time.monotonic() > waited_until:
+                # Another compression holds the session (a hygiene compression still running,
+                # say): wait for it to finish, without using an attempt, then call the model
+                # once more with the context it leaves.
+                if not _wait_for_claim(session, waited_until):
                     raise ChatFailed("The session stayed busy compressing; try again.") from None
-                time.sleep(0.5)
+                session.refresh_from_db()
                 continue
             attempts += 1
             step.reason = f"{kind} (HTTP {error.status}): {step.reason}"
@@ -266,6 +269,16 @@ def run_turn(
     result.decisions.extend(Decision(**d) for d in stored.decisions)
     session.refresh_from_db()
     return result
+
+
+def _wait_for_claim(session: Session, deadline: float) -> bool:
+    """Wait until no compression holds ``session`` (True), or until ``deadline`` (False)."""
+    while time.monotonic() < deadline:
+        session.refresh_from_db(fields=["compressing_until"])
+        if not session.compressing_until or session.compressing_until < timezone.now():
+            return True
+        time.sleep(0.25)
+    return False
 
 
 def _follow(session: Session, step: Decision) -> Session:

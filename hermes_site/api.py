@@ -82,9 +82,18 @@ PLAINER = {
 }
 
 
+# ...and where the type alone says it (the message union picks its shape by ``role``).
+PLAINER_BY_TYPE = {
+    "union_tag_not_found": "a message needs 'role': system, user, assistant or tool",
+    "union_tag_invalid": "'role' must be system, user, assistant or tool",
+}
+
+
 def _message(error: dict) -> str:
     loc = error.get("loc") or ("",)
-    return PLAINER.get((str(loc[-1]), error.get("type", "")), error.get("msg", ""))
+    kind = error.get("type", "")
+    plainer = PLAINER.get((str(loc[-1]), kind)) or PLAINER_BY_TYPE.get(kind)
+    return plainer or error.get("msg", "")
 
 
 @api.exception_handler(ValidationError)

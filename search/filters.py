@@ -37,12 +37,14 @@ def storable_time(value: datetime | None) -> datetime | None:
     """A time bound the database can compare, in UTC: within years 1-9999 once moved there
     (year 1 at +01:00 is year 0 in UTC, which no backend can store; raises ValueError saying
     so), and with no offset left for the database to read (PostgreSQL refuses offsets beyond
-    ±15:59, which ISO 8601 and Python allow)."""
-    if value is not None and value.tzinfo is not None:
-        try:
-            return value.astimezone(UTC)
-        except OverflowError:
-            raise ValueError(
-                f"{value.isoformat()} is outside the years 1-9999 once converted to UTC"
-            ) from None
-    return value
+    ±15:59, which ISO 8601 and Python allow). A time without a zone is UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # no zone given: UTC, as documented
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} is outside the years 1-9999 once converted to UTC"
+        ) from None

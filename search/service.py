@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -86,24 +87,30 @@ def search(
     filters = (filters or Filters()).resolved()
     parsed = parse(text)
     result = SearchResult(query=parsed, index=None)
+    # One row either side of the page comes along (the one before it and the one after),
+    # only to tell whether a row's carried copy sits just across the page's edge.
+    start = max(0, offset - 1)
+    before = offset - start
     found: list[tuple[int, float | None]] = []
     for route in parsed.routes:
         result.tried.append(route.index)
-        found, capped = _run(route, filters, limit + 1, offset)
+        found, capped = _run(route, filters, limit + 1 + before, start)
         if found or (offset and _run(route, filters, 1, 0)[0]):
             result.index = route.index
             result.ranked_within = filters.rank_window if capped else None
             break
+    page = found[before : before + limit]
+    edges = [pk for pk, _ in found[:before] + found[before + limit :]]
     rolled: list[tuple[int, float | None]] = []
     if filters.include_rolled_back and parsed.terms:
         rolled = _backend().run_scan(
             tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
         )
-    result.has_more = len(found) > limit or len(rolled) > limit
+    result.has_more = len(found) > before + limit or len(rolled) > limit
     result.lookup_seconds = time.perf_counter() - started
-    ordered = [(pk, score, False) for pk, score in found[:limit]]
+    ordered = [(pk, score, False) for pk, score in page]
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
-    result.hits = _hits(ordered, parsed, window, filters.include_rolled_back)
+    result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
     result.total_seconds = time.perf_counter() - started
     return result
 
@@ -113,13 +120,21 @@ def _hits(
     parsed: ParsedQuery,
     window: int,
     include_rolled_back: bool,
+    edges: Sequence[int] = (),
 ) -> list[Hit]:
     if not ordered:
         return []
     by_id = Message.objects.select_related("session__channel").in_bulk([pk for pk, _, _ in ordered])
     # A row carried into a continuation session (in_place: false) and the row it continues say
-    # the same thing and rank the same: the continuation's copy is shown, once.
+    # the same thing and rank the same, side by side: the continuation's copy is shown, once --
+    # on this page, or on the next one when it is the row just past the page's edge.
     carried_on = {m.continues_id for m in by_id.values() if m.continues_id is not None}
+    if edges:
+        carried_on.update(
+            Message.objects.filter(pk__in=edges, continues__isnull=False).values_list(
+                "continues_id", flat=True
+            )
+        )
     around = results.windows(list(by_id.values()), window, include_rolled_back)
     hits = []
     for pk, score, rolled_back in ordered:

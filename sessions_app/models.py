@@ -195,15 +195,6 @@ class Message(models.Model):
     compressed = models.BooleanField(default=False)
     is_summary = models.BooleanField(default=False)
     is_fallback_summary = models.BooleanField(default=False)
-    # Where neither a user nor an assistant role keeps the roles alternating around a summary,
-    # the summary is sent as a delimited block at the start of the next live message instead
-    # of a message of its own; both rows keep their own text (and their own search hits).
-    # Nullable (NULL = no) so adding it is a plain ALTER TABLE on SQLite, not a table rebuild.
-    prefixes_next = models.BooleanField(
-        null=True,
-        blank=True,
-        help_text="A summary sent at the start of the next live message, not on its own.",
-    )
     # S5: an archived original points at the summary that replaced it; a summary records its range.
     summarized_by = models.ForeignKey(
         "self",

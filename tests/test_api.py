@@ -227,7 +227,7 @@ def test_missing_malformed_wrong_and_revoked_keys_are_401(gateway, opened):
             422,
             "only tool messages",
         ),
-        ({"messages": [{"role": "user", "content": None}]}, 422, "content is required"),
+        ({"messages": [{"role": "user", "content": None}]}, 422, "content must be a string"),
         ({"messages": [{"role": "user", "content": 5}]}, 422, "content"),
         ({"messages": [{"role": "user", "content": "\ud800"}]}, 422, "invalid Unicode"),
         ({"messages": [{"role": "user", "content": "a\u0000b"}]}, 422, "NUL"),
@@ -411,3 +411,31 @@ def test_a_body_over_the_request_limit_is_a_json_400(gateway, opened, settings):
     )
     assert response.status_code in (400, 413)
     assert "max_request_bytes" in response.json()["detail"]
+
+
+def test_what_openai_compatible_stacks_send_is_accepted(gateway, opened):
+    sid = opened["id"]
+    messages = [
+        {"role": "user", "content": "hi"},
+        # vLLM and LangChain send an empty list for "no tool calls".
+        {"role": "assistant", "content": "hello", "tool_calls": []},
+        {"role": "user", "content": "do something bad"},
+        # OpenAI's refusals: no content, a refusal.
+        {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+    ]
+    response = gateway.post(f"/sessions/{sid}/messages", {"messages": messages})
+    assert response.status_code == 201, response.content
+    context = gateway.get(f"/sessions/{sid}/context").json()["messages"]
+    assert context[-1] == {
+        "role": "assistant",
+        "content": None,
+        "refusal": "I can't help with that.",
+    }
+    # Still refused: nothing at all to say.
+    bare = gateway.post(
+        f"/sessions/{sid}/messages",
+        {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": []}]},
+    )
+    assert bare.status_code == 422 and "content is required" in bare.json()["detail"]
+    missing_role = gateway.post(f"/sessions/{sid}/messages", {"messages": [{"content": "x"}]})
+    assert "a message needs 'role'" in missing_role.json()["detail"]

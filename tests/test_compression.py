@@ -641,3 +641,41 @@ def test_the_demo_model_answers_a_digest_the_engine_accepts(channel, summariser,
     assert result.outcome == "compressed", result.events[0].error
     summary = Message.objects.get(session=session, is_summary=True)
     assert "digest of the transcript" in summary.content
+
+
+def test_a_run_whose_deeper_pass_gains_nothing_still_reports_what_its_first_pass_did(
+    channel, summariser, model_server
+):
+    summariser(threshold_tokens=1_000, max_attempts=2)
+    model_server.then(
+        Reply("## Goal\n" + "Keep item-3 fine. " * 30),
+        Reply("## Goal\n" + "Every detail again, at great length. " * 400),
+    )
+    session = make_session(channel, turns=30, size=200)
+    result = compress(session)
+    assert [p.outcome for p in result.passes] == ["compressed", "ineffective"]
+    assert result.outcome == "compressed"
+
+
+def test_a_carried_pair_shows_once_even_across_a_page_edge(channel, hermes_config):
+    from search.service import Filters, search
+
+    hermes_config(compression={"in_place": False})
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys").session
+    services.append_messages(session, [m for n in range(12) for m in turn(n, size=200)])
+    new = compress(session).continued_in
+    phrase = '"Answer 11: item-11 is fine"'  # in the tail: said once, stored twice
+    shown = []
+    for offset in range(3):
+        page = search(phrase, Filters(channel_id=channel.pk), limit=1, offset=offset)
+        shown += [h.message for h in page.hits]
+    assert [m.session_id for m in shown] == [new.pk]
+
+
+def test_the_too_short_floor_never_asks_more_than_a_twentieth_of_the_budget():
+    from compression.summarizer import floor_tokens
+
+    assert floor_tokens(5_000, 2_000) == 50  # 1% of what it replaces
+    assert floor_tokens(524_000, 10_000) == 500  # not 5,240: 5% of the budget
+    assert floor_tokens(200_000, 10_000) == 500
+    assert floor_tokens(1_000, None) == 10

@@ -176,7 +176,7 @@ def test_where_no_role_fits_the_summary_leads_the_next_message_and_both_stay_fin
     context = assert_consistent(session)
     assert repeated_roles(context) == []
     summary = Message.objects.get(session=session, is_summary=True, active=True)
-    assert summary.prefixes_next and summary.role == "user"
+    assert summary.role == "user"  # written with the role of the message it leads
     first_tail = (
         Message.objects.filter(session=session, active=True, position__gt=summary.position)
         .order_by("position")
@@ -289,3 +289,34 @@ def test_an_unexpected_error_in_a_page_is_a_short_page_with_an_error_id(
     text = response.content.decode()
     assert "error id" in text
     assert_no_traceback(text)
+
+
+def test_summaries_are_placed_when_sent_from_the_neighbours_they_have_then(channel, hermes_config):
+    # A summary written beside one neighbour may meet another after a rollback, a reset or a
+    # later local compression: the context places it again every time it is sent.
+    hermes_config(compression={"protect_first_n": 2, "protect_last_n": 6})
+    session = open_chat(channel, chat([], 40))
+    compress(session, around_position=29)  # a local summary in the middle of the tail side
+    services.rollback_messages(session, 2)
+    services.append_messages(session, [{"role": "user", "content": f"a new ask. {DETAIL}"}])
+    compress(session)  # the full compression's summary lands right before the local one
+    context = assert_consistent(session)
+    assert repeated_roles(context) == [], [m["role"] for m in context]
+    summaries = Message.objects.filter(session=session, is_summary=True, active=True)
+    sent_text = "\n".join(str(m["content"]) for m in context)
+    for summary in summaries:  # every live summary reaches the model
+        assert summary.content in sent_text
+
+
+def test_a_summary_whose_tail_was_reset_away_is_placed_again(channel, hermes_config):
+    from compression.triggers import reset_after_exhaustion
+
+    hermes_config(compression={"protect_first_n": 2})
+    session = open_chat(channel, chat([], 41))  # ends on the user's ask
+    compress(session)
+    Message.objects.filter(session=session, is_summary=True).update(is_fallback_summary=False)
+    reset_after_exhaustion(session)  # archives everything after the (good) summary
+    services.append_messages(session, [{"role": "user", "content": "start again"}])
+    context = assert_consistent(session)
+    assert repeated_roles(context) == [], [m["role"] for m in context]
+    assert any(SUMMARY_PREFIX in str(m["content"]) for m in context)

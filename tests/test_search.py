@@ -455,3 +455,17 @@ def test_a_time_bound_with_an_offset_postgresql_cannot_read_is_compared_in_utc(g
     )
     assert response.status_code == 200, response.content
     assert [h["message"]["role"] for h in response.json()["hits"]] == ["user"]
+
+
+def test_a_time_bound_without_a_zone_is_utc_beside_one_with_a_zone(gateway):
+    sid = gateway.open(system_prompt="sys")["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "yak"}]})
+    response = gateway.get(
+        "/search", q="yak", since="2000-01-01T00:00:00", until="2999-01-02T00:00:00Z"
+    )
+    assert response.status_code == 200, response.content
+    assert len(response.json()["hits"]) == 1
+    response = gateway.get(
+        "/search", q="yak", since="2999-01-01T00:00:00", until="2999-01-01T00:00:00Z"
+    )
+    assert response.status_code == 422  # the same instant: since is not before until

@@ -865,3 +865,31 @@ def test_the_summarisers_own_timeout_bounds_the_call(gw, hermes_config):
         result = compress(session, max_passes=1)
     assert time.monotonic() - started < 2.5
     assert result.outcome == "fallback" and result.events[0].error.startswith("timeout")
+
+
+def test_a_too_large_error_while_another_compression_runs_waits_without_calling_again(
+    gw, configured, chat_model
+):
+    sid = open_long(gw)
+    chat_model.script.default = Fail(413, "Request Entity Too Large")
+    # Another compression (a hygiene compression still running, say) holds the session for 2 s.
+    Session.objects.filter(pk=sid).update(compressing_until=timezone.now() + timedelta(seconds=2))
+    response = gw.post(f"/sessions/{sid}/turn", {"content": "go"})
+    assert response.status_code == 502
+    # One call before the wait, then one per attempt (3): never a call every half second.
+    assert len(chat_model.requests) == 1 + 3 + 1
+
+
+def test_a_broker_that_refuses_the_task_leaves_no_mark_behind(
+    gw, configured, django_capture_on_commit_callbacks, monkeypatch
+):
+    sid = open_long(gw)
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr("django_q.tasks.async_task", refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        (decision,) = _over_threshold(gw, sid, 1)
+    assert decision["action"] == "queued"
+    assert Session.objects.get(pk=sid).auto_queued_at is None  # the next append tries again

@@ -171,7 +171,7 @@ def _content(*kinds: str) -> Any:
         Discriminator(
             _content_kind,
             custom_error_type="content_shape",
-            custom_error_message=f"content is required: {allowed}",
+            custom_error_message=f"content must be {allowed}",
         ),
     ]
 
@@ -219,11 +219,12 @@ class UserMessageIn(_MessageIn):
 
 
 class AssistantMessageIn(_MessageIn):
-    """``content`` may be null (or absent) only when the message carries ``tool_calls``."""
+    """``content`` may be null (or absent) only when the message carries tool calls or, as
+    OpenAI's refusals do, a ``refusal``. An empty ``tool_calls`` list is the same as none."""
 
     role: Literal["assistant"]
     content: _content("text", "parts", "null") = None
-    tool_calls: Annotated[list[ToolCallIn], Field(min_length=1)] | None = None
+    tool_calls: list[ToolCallIn] | None = None
     tool_call_id: NoToolCallId = None
     model_config = ConfigDict(
         extra="allow",
@@ -231,7 +232,11 @@ class AssistantMessageIn(_MessageIn):
         json_schema_extra={
             "anyOf": [
                 {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}},
-                {"required": ["tool_calls"], "properties": {"tool_calls": {"type": "array"}}},
+                {
+                    "required": ["tool_calls"],
+                    "properties": {"tool_calls": {"type": "array", "minItems": 1}},
+                },
+                {"required": ["refusal"], "properties": {"refusal": {"type": "string"}}},
             ]
         },
     )

@@ -10,15 +10,6 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="message",
-            name="prefixes_next",
-            field=models.BooleanField(
-                blank=True,
-                help_text="A summary sent at the start of the next live message, not on its own.",
-                null=True,
-            ),
-        ),
-        migrations.AddField(
             model_name="session",
             name="auto_queued_at",
             field=models.DateTimeField(blank=True, null=True),

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from sessions_app.models import Message, Session
+
+USER, ASSISTANT, TOOL = Message.Role.USER, Message.Role.ASSISTANT, Message.Role.TOOL
 
 
 def live_rows(session: Session) -> list[Message]:
@@ -18,22 +21,72 @@ def live_rows(session: Session) -> list[Message]:
     )
 
 
+@dataclass(frozen=True)
+class Placement:
+    role: str
+    merged: bool  # sent ahead of the next message's own text, not as a message of its own
+
+
+def place_summary(after: str | None, before: str | None) -> Placement:
+    """A summary's role between a message of role ``after`` and one of role ``before`` (None:
+    none), so that no two user or two assistant messages meet (providers that enforce
+    alternation refuse that). After the system prompt or nothing only a user message fits (a
+    conversation opens with the user), after an assistant message a user one, after a user
+    message an assistant one, after a tool result either (user first); a role equal to the next
+    message's is ruled out too. Where nothing is left (assistant | user, user | assistant,
+    system | user) the summary goes ahead of the next message's own text, as Hermes Agent
+    does."""
+    if after == TOOL:
+        candidates = [USER, ASSISTANT]
+    elif after == USER:
+        candidates = [ASSISTANT]
+    else:
+        candidates = [USER]
+    fitting = [role for role in candidates if role != before]
+    if fitting:
+        return Placement(fitting[0], False)
+    return Placement(str(before), True)
+
+
+def _summary_run(rows: list[Message], start: int) -> int:
+    """The end of the run of summaries starting at ``start`` (rows carrying a provider's item,
+    which only that provider reads, stand alone)."""
+    end = start
+    while end < len(rows) and rows[end].is_summary and rows[end].provider_item is None:
+        end += 1
+    return end
+
+
 def sent(rows: list[Message]) -> Iterator[tuple[Message, dict[str, Any]]]:
-    """Each message the live context sends, with the row it comes from: a summary marked
-    ``prefixes_next`` goes ahead of the next row's own text, in the same message (alone only
-    if nothing follows it)."""
-    prefix: Message | None = None
-    for row in rows:
-        message = row.as_openai()
-        if prefix is not None:
-            message["content"] = _prepend(prefix.content or "", message.get("content"))
-            prefix = None
-        if row.is_summary and row.prefixes_next:
-            prefix = row
+    """Each message the live context sends, with the row it comes from. Summaries are placed
+    here, from the neighbours they have now (a rollback or a reset may have changed them since
+    the summary was written): adjacent summaries travel as one message, in the role that keeps
+    roles alternating, or ahead of the next message's own text where no role does."""
+    previous: str | None = None
+    lead: str | None = None
+    index = 0
+    while index < len(rows):
+        row = rows[index]
+        end = _summary_run(rows, index)
+        if end > index:
+            text = "\n\n".join(r.content or "" for r in rows[index:end])
+            following = rows[end].role if end < len(rows) else None
+            place = place_summary(previous, following)
+            if place.merged:
+                lead = text if lead is None else f"{lead}\n\n{text}"
+            else:
+                message = {"role": place.role, "content": _prepend(lead, text)}
+                lead, previous = None, place.role
+                yield row, message
+            index = end
             continue
+        message = row.as_openai()
+        if lead is not None:
+            message["content"] = _prepend(lead, message.get("content"))
+            lead = None
+        previous = message["role"]
         yield row, message
-    if prefix is not None:
-        yield prefix, prefix.as_openai()
+        index += 1
 
 
 def as_messages(rows: list[Message]) -> list[dict[str, Any]]:
@@ -41,10 +94,12 @@ def as_messages(rows: list[Message]) -> list[dict[str, Any]]:
     return [message for _, message in sent(rows)]
 
 
-def _prepend(prefix: str, content: Any) -> Any:
+def _prepend(lead: str | None, content: Any) -> Any:
+    if lead is None:
+        return content
     if isinstance(content, list):
-        return [{"type": "text", "text": prefix}, *content]
-    return f"{prefix}\n\n{content}" if content else prefix
+        return [{"type": "text", "text": lead}, *content]
+    return f"{lead}\n\n{content}" if content else lead
 
 
 def live_context(session: Session) -> list[dict[str, Any]]:

@@ -110,8 +110,10 @@ def validate_message(message: dict[str, Any], index: int = 0) -> None:
                 raise InvalidInput(
                     f"{where}.tool_calls[{n}].function.arguments must be a JSON-encoded string."
                 )
-    if content is None and not tool_calls:
-        raise InvalidInput(f"{where}: content is required (it may be null only with tool_calls).")
+    if content is None and not tool_calls and not isinstance(message.get("refusal"), str):
+        raise InvalidInput(
+            f"{where}: content is required (it may be null only with tool_calls or a refusal)."
+        )
     for key in ("name", "tool_call_id"):
         value = message.get(key)
         if value is not None:
