@@ -36,6 +36,7 @@ from typing import Any
 
 from django.db import transaction
 
+from compression.events import record_event
 from compression.models import CompressionEvent
 from hermes_site.config import get_config
 from sessions_app.models import Session
@@ -289,17 +290,15 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
 def _event(
     session: Session, trigger: str, outcome: str, reason: str, started: float, error: str = ""
 ) -> CompressionEvent:
-    return CompressionEvent.objects.create(
-        session=session,
-        trigger=trigger,
+    return record_event(
+        session,
+        trigger,
+        outcome,
+        reason,
         path=Path.CODEX_MANAGED,
-        outcome=outcome,
-        reason=reason,
+        started=started,
         error=error,
-        tokens_before=session.live_tokens,
-        messages_before=session.live_messages,
         summary_model="codex app server",
-        duration_ms=int((time.monotonic() - started) * 1000),
     )
 
 
@@ -322,16 +321,12 @@ def record_notifications(session: Session, messages: list[dict[str, Any]]) -> in
                 continue
             seen.append(key)
             recorded += 1
-            CompressionEvent.objects.create(
-                session=locked,
-                trigger=CompressionEvent.Trigger.CODEX,
+            record_event(
+                locked,
+                CompressionEvent.Trigger.CODEX,
+                Outcome.COMPRESSED,
+                f"Codex compacted thread {thread} itself (turn {params.get('turnId')})",
                 path=Path.CODEX_NATIVE,
-                outcome=Outcome.COMPRESSED,
-                reason=f"Codex compacted thread {thread} itself (turn {params.get('turnId')})"[
-                    :300
-                ],
-                tokens_before=locked.live_tokens,
-                messages_before=locked.live_messages,
                 summary_model="codex app server",
             )
         if recorded:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from compression import codex
 from compression import prompt as prompts
 from compression.archive import COUNTERS, replace_with_summary
+from compression.events import record_event
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import Selection, select, select_around
@@ -176,14 +177,7 @@ def compress(
 
 def _event(session: Session, trigger: str, outcome: str, **fields) -> CompressionEvent:
     fields.setdefault("attempt", 1)
-    return CompressionEvent.objects.create(
-        session=session,
-        trigger=trigger,
-        outcome=outcome,
-        tokens_before=fields.pop("tokens_before", session.live_tokens),
-        messages_before=fields.pop("messages_before", session.live_messages),
-        **fields,
-    )
+    return record_event(session, trigger, outcome, fields.pop("reason", ""), **fields)
 
 
 TAIL_FLOOR = 8  # messages a deeper pass never cuts the protected tail below

@@ -22,6 +22,7 @@ from compression import codex, guards
 from compression import prompt as prompts
 from compression.archive import COUNTERS, archive_under, replace_with_summary
 from compression.engine import _claim, _release
+from compression.events import record_event
 from compression.fallback import local_summary
 from compression.models import CompressionEvent
 from compression.selection import select
@@ -221,12 +222,13 @@ def _fold(session: Session, config) -> MicroResult:
             f"rolling summary stored but its {len(group)} original(s) could not be archived; "
             "both stay in the live context until the next full compression"
         )
-    CompressionEvent.objects.create(
-        session=session,
-        trigger=Trigger.MICRO,
+    record_event(
+        session,
+        Trigger.MICRO,
+        outcome,
+        reason,
         path=CompressionEvent.Path.MICRO,
-        outcome=outcome,
-        reason=reason[:300],
+        started=started,
         tokens_before=tokens_before,
         tokens_after=session.live_tokens,
         messages_before=messages_before,
@@ -235,6 +237,5 @@ def _fold(session: Session, config) -> MicroResult:
         summary_message=summary,
         summary_model=model_name,
         error=error,
-        duration_ms=int((time.monotonic() - started) * 1000),
     )
     return MicroResult(outcome, reason, summary)

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 
 from hermes_site.config import CompressionConfig
-from search.text import has_cjk
 from sessions_app.models import Message
 from sessions_app.services.context import Placement, place_summary
+from sessions_app.text import has_cjk
 
 SUMMARY_PREFIX = (
     "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns of this conversation were compressed "

@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from compression.engine import _claim, _release
+from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.selection import select
 from compression.threshold import threshold_for
@@ -156,15 +157,14 @@ def plan(rows: list[Message], tail: list[Message], min_result_chars: int) -> dic
 
 
 def _record(session: Session, result: PruneResult, trigger: str, threshold: int | None) -> None:
-    CompressionEvent.objects.create(
-        session=session,
-        trigger=CompressionEvent.Trigger.PRUNE,
+    record_event(
+        session,
+        CompressionEvent.Trigger.PRUNE,
+        result.outcome,
+        f"{result.reason} (compression held back: {trigger})",
         path=CompressionEvent.Path.PRUNE,
-        outcome=result.outcome,
-        reason=f"{result.reason} (compression held back: {trigger})"[:300],
         tokens_before=result.tokens_before or session.live_tokens,
         tokens_after=result.tokens_after if result.outcome == Outcome.PRUNED else None,
-        messages_before=session.live_messages,
         messages_after=session.live_messages,
         threshold_tokens=threshold,
     )

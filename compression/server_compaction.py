@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from compression.archive import COUNTERS, replace_with_summary
+from compression.events import record_event
 from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
@@ -161,12 +162,12 @@ def store_compaction(
         )
         locked.compressions += 1
         locked.save(update_fields=[*COUNTERS, "compressions"])
-        return CompressionEvent.objects.create(
-            session=locked,
-            trigger=CompressionEvent.Trigger.SERVER,
+        return record_event(
+            locked,
+            CompressionEvent.Trigger.SERVER,
+            CompressionEvent.Outcome.COMPRESSED,
+            f"the OpenAI server compacted the context at its threshold {threshold:,}",
             path=CompressionEvent.Path.OPENAI_SERVER,
-            outcome=CompressionEvent.Outcome.COMPRESSED,
-            reason=f"the OpenAI server compacted the context at its threshold {threshold:,}",
             tokens_before=tokens_before,
             tokens_after=locked.live_tokens,
             messages_before=messages_before,

@@ -9,6 +9,7 @@ from typing import Any
 
 from compression import guards
 from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.events import record_event
 from compression.models import CompressionEvent
 from hermes_site.errors import report
 from sessions_app.models import Session
@@ -29,15 +30,13 @@ def contained(trigger: str | None = None) -> Callable:
                 message = report(exc, f"the {task.__name__} of session {session_id}")
                 session = Session.objects.filter(pk=session_id).first()
                 if session is not None:
-                    CompressionEvent.objects.create(
-                        session=session,
-                        trigger=(args[0] if args and trigger is None else trigger)
+                    record_event(
+                        session,
+                        (args[0] if args and trigger is None else trigger)
                         or CompressionEvent.Trigger.MANUAL_API,
-                        outcome=CompressionEvent.Outcome.FAILED,
-                        reason="internal error; see the error id",
+                        CompressionEvent.Outcome.FAILED,
+                        "internal error; see the error id",
                         error=message,
-                        tokens_before=session.live_tokens,
-                        messages_before=session.live_messages,
                     )
                 return {"session_id": session_id, "outcome": "failed", "error": message}
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from compression import codex, guards, micro, pruning
 from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.threshold import threshold_for
 from hermes_site.config import get_config
@@ -43,13 +44,12 @@ class Decision:
 
 
 def _record(session: Session, trigger: str, outcome: str, reason: str, **fields) -> None:
-    CompressionEvent.objects.create(
-        session=session,
-        trigger=trigger,
-        outcome=outcome,
-        reason=reason[:300],
+    record_event(
+        session,
+        trigger,
+        outcome,
+        reason,
         tokens_before=fields.get("tokens", session.live_tokens),
-        messages_before=session.live_messages,
         threshold_tokens=fields.get("threshold"),
     )
 

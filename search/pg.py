@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from search.fts import MESSAGE_TABLE
-from search.text import CJK_CHARS
+from sessions_app.text import CJK_CHARS
 
 TSVECTOR_CHARS = 100_000
 INDEXED = "(active OR compressed)"

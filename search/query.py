@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from search.text import CJK_RUN, WORD, has_cjk, word_text
+from search.text import CJK_RUN, WORD, word_text
+from sessions_app.text import has_cjk
 
 MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 32

@@ -19,21 +19,12 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from sessions_app.text import CJK_CHARS
+
 TEXT_VERSION = 1
 
-# Han (with extensions and compatibility ideographs), iteration marks, kana, Hangul.
-CJK_CHARS = (
-    "\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    "\U00020000-\U0002ebef\U00030000-\U0003134f"
-)
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
-HAS_CJK = re.compile(f"[{CJK_CHARS}]")
 WORD = re.compile(r"\w+")
-
-
-def has_cjk(text: str) -> bool:
-    return HAS_CJK.search(text) is not None
 
 
 def search_text(content: str | None, tool_calls: str | list | None) -> str:
