@@ -110,7 +110,7 @@ def _raw(session, first: int, last: int) -> float:
 
 
 def run(size: int) -> None:
-    from compression.fake_model import FakeModelServer, Reply
+    from compression.testing.fake_model import FakeModelServer, Reply
 
     with (
         tempfile.TemporaryDirectory(prefix="hermes-compress-bench-") as tmp,
@@ -120,7 +120,7 @@ def run(size: int) -> None:
         _setup(Path(tmp), server.base_url)
         from django.core.management import call_command
 
-        from compression import engine
+        from compression.engine import compress as engine
         from sessions_app import tokens
         from sessions_app.keys import create_channel
         from sessions_app.models import Message

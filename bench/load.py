@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compression.fake_model import FakeModelServer, Reply  # noqa: E402
+from compression.testing.fake_model import FakeModelServer, Reply  # noqa: E402
 from tests.processes import _admin_connection, wait_for  # noqa: E402
 
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")

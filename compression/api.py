@@ -11,10 +11,10 @@ from django_q.tasks import fetch
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
+from compression.agent.turn import run_turn
 from compression.models import CompressionEvent
+from compression.policy.triggers import enqueue_manual
 from compression.tasks import result_dict
-from compression.triggers import enqueue_manual
-from compression.turn import run_turn
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
 from sessions_app.services import StateConflict, get_session_for_channel
@@ -164,7 +164,7 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
     """For sessions opened with `codex_thread_id` (T7a, native mode): forward the app server's
     notifications; a `contextCompaction` item (or the older `thread/compacted`) is recorded as a
     compression event, so the session's history says when Codex compacted its own thread."""
-    from compression import codex
+    from compression.paths import codex
 
     session = get_session_for_channel(request.auth, session_id)
     if codex.thread_id(session) is None:

@@ -7,7 +7,7 @@ class CompressionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from compression import triggers
+        from compression.policy import triggers
         from sessions_app.hooks import register_after_append
 
         register_after_append(triggers.after_append_hook)

@@ -7,10 +7,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from compression import guards
-from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.engine.compress import AlreadyRunning, CompressionResult, compress
 from compression.events import record_event
 from compression.models import CompressionEvent
+from compression.policy import guards
 from hermes_site.errors import report
 from sessions_app.models import Session
 
@@ -88,7 +88,7 @@ def compress_task(
 @contained()
 def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     """An automatic trigger's compression, re-checking the guards when it runs."""
-    from compression.triggers import run_automatic, still_needed
+    from compression.policy.triggers import run_automatic, still_needed
 
     # Started: the next append over the threshold may queue another.
     Session.objects.filter(pk=session_id).update(auto_queued_at=None)
@@ -104,7 +104,7 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
 @contained()
 def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     """Proactive pruning for a session a guard holds back (queued by the trigger check)."""
-    from compression import pruning
+    from compression.paths import pruning
 
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
@@ -123,7 +123,7 @@ def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
 @contained(CompressionEvent.Trigger.MICRO)
 def micro_task(session_id: str) -> dict[str, Any]:
     """Micro-compaction after a turn (queued by the trigger check when it is due)."""
-    from compression import micro
+    from compression.paths import micro
 
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
@@ -146,7 +146,7 @@ def idle_sweep() -> dict[str, Any]:
     from django.utils import timezone
 
     from compression.models import CompressionEvent
-    from compression.triggers import decide, run_automatic
+    from compression.policy.triggers import decide, run_automatic
     from hermes_site.config import get_config
 
     config = get_config().compression

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from compression import views
+from compression.pages import views
 
 app_name = "console"
 urlpatterns = [

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from compression.fake_model import FakeModelServer, Reply
+from compression.testing.fake_model import FakeModelServer, Reply
 from tests.processes import ROOT, isolated_env, python
 
 acp = pytest.importorskip("acp", reason="agent-client-protocol is not installed")

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.parameters import ParameterLocation
 
-from compression.fake_model import FakeModelServer, Reply
+from compression.testing.fake_model import FakeModelServer, Reply
 from hermes_site.wsgi import application
 from search.query import MAX_TERMS, NOT_BLANK, parse_terms
 from sessions_app import services

@@ -1,5 +1,6 @@
 """Sessions whose model runs through a Codex app server (T7a): native, managed and off, against a
-loopback app server speaking the real stdio JSON-RPC protocol (compression/fake_codex.py)."""
+loopback app server speaking the real stdio JSON-RPC protocol
+(compression/testing/fake_codex.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from compression.models import CompressionEvent
 from sessions_app.models import Message, Session
 from tests.test_compression import turn
 
-FAKE = (sys.executable, "-m", "compression.fake_codex")
+FAKE = (sys.executable, "-m", "compression.testing.fake_codex")
 
 
 @pytest.fixture
@@ -196,7 +197,7 @@ def test_a_managed_session_is_not_compacted_on_every_append(
 def test_managed_mode_over_websocket_talks_to_the_gateways_app_server(
     gateway, hermes_config, app_server
 ):
-    from compression.fake_codex import websocket_server
+    from compression.testing.fake_codex import websocket_server
 
     with websocket_server() as url:
         codex(hermes_config, "managed", codex_app_server_url=url)

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from compression.engine import AlreadyRunning, compress
-from compression.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
+from compression.engine.compress import AlreadyRunning, compress
+from compression.engine.prompt import SUMMARY_PREFIX, SUMMARY_SUFFIX, budget_tokens
+from compression.engine.selection import orphans
 from compression.models import CompressionEvent
-from compression.prompt import SUMMARY_PREFIX, SUMMARY_SUFFIX, budget_tokens
-from compression.selection import orphans
+from compression.testing.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
 from hermes_site.config import CompressionConfig
 from sessions_app import services
 from sessions_app.keys import create_channel
@@ -206,7 +206,7 @@ def test_a_32k_session_asks_for_a_summary_within_its_window(
 
 
 def test_deeper_passes_keep_a_tail_of_eight_messages_with_a_user_message(channel, hermes_config):
-    from compression.engine import tail_length
+    from compression.engine.compress import tail_length
 
     assert [tail_length(20, n) for n in range(4)] == [20, 10, 8, 8]
     assert [tail_length(5, n) for n in range(3)] == [5, 5, 5]
@@ -633,7 +633,7 @@ def test_in_place_false_keeps_provenance_across_the_hop_and_search_shows_a_fact_
 
 
 def test_the_demo_model_answers_a_digest_the_engine_accepts(channel, summariser, model_server):
-    from compression.fake_model import Digest
+    from compression.testing.fake_model import Digest
 
     model_server.script.default = Digest()
     session = make_session(channel, turns=140, size=120)
@@ -673,7 +673,7 @@ def test_a_carried_pair_shows_once_even_across_a_page_edge(channel, hermes_confi
 
 
 def test_the_too_short_floor_never_asks_more_than_a_twentieth_of_the_budget():
-    from compression.summarizer import floor_tokens
+    from compression.engine.summarizer import floor_tokens
 
     assert floor_tokens(5_000, 2_000) == 50  # 1% of what it replaces
     assert floor_tokens(524_000, 10_000) == 500  # not 5,240: 5% of the budget

@@ -23,7 +23,7 @@ POPULATE = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from compression.engine import compress
+from compression.engine.compress import compress
 from sessions_app import services
 from sessions_app.keys import create_channel
 from tests.test_compression import turn

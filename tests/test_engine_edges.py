@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compression.engine import compress
-from compression.fake_model import FakeModelServer, Reply
-from compression.prompt import SUMMARY_PREFIX
+from compression.engine.compress import compress
+from compression.engine.prompt import SUMMARY_PREFIX
+from compression.testing.fake_model import FakeModelServer, Reply
 from search.service import Filters, search
 from sessions_app import services
 from sessions_app.keys import create_channel
@@ -238,9 +238,9 @@ def test_an_unexpected_error_in_a_compression_is_one_line_with_an_error_id(
     gateway.post(f"/sessions/{sid}/messages", {"messages": chat([1], 40)})
 
     def broken(*args, **kwargs):
-        raise RuntimeError("boom in /srv/hermes/compression/engine.py")
+        raise RuntimeError("boom in /srv/hermes/compression/engine/compress.py")
 
-    monkeypatch.setattr("compression.engine.select", broken)
+    monkeypatch.setattr("compression.engine.compress.select", broken)
     response = gateway.post(f"/sessions/{sid}/compress")
     assert response.status_code == 200
     body = response.json()
@@ -283,7 +283,7 @@ def test_an_unexpected_error_in_a_page_is_a_short_page_with_an_error_id(
     def broken(*args, **kwargs):
         raise ValueError("/etc/hermes/secret")
 
-    monkeypatch.setattr("compression.views.render", broken)
+    monkeypatch.setattr("compression.pages.views.render", broken)
     response = admin_client.get("/console/")
     assert response.status_code == 500
     text = response.content.decode()
@@ -309,7 +309,7 @@ def test_summaries_are_placed_when_sent_from_the_neighbours_they_have_then(chann
 
 
 def test_a_summary_whose_tail_was_reset_away_is_placed_again(channel, hermes_config):
-    from compression.triggers import reset_after_exhaustion
+    from compression.policy.triggers import reset_after_exhaustion
 
     hermes_config(compression={"protect_first_n": 2})
     session = open_chat(channel, chat([], 41))  # ends on the user's ask

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from compression.fake_model import FakeModelServer, Reply
+from compression.testing.fake_model import FakeModelServer, Reply
 from tests.processes import ROOT, isolated_env, python, wait_for
 
 

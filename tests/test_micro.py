@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from compression import micro
-from compression.engine import compress
-from compression.fake_model import FakeModelServer, Reply
+from compression.engine.compress import compress
 from compression.models import CompressionEvent
+from compression.paths import micro
+from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app.models import Message, Session
 from tests.test_compression import assert_consistent, turn
 

@@ -10,9 +10,9 @@ import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
-from compression import pruning
 from compression.models import CompressionEvent
-from compression.threshold import threshold_for
+from compression.paths import pruning
+from compression.policy.threshold import threshold_for
 from sessions_app.models import Message, Session
 from sessions_app.services import recount
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from compression.fake_model import FakeModelServer, Reply
 from compression.models import CompressionEvent
-from compression.server_compaction import to_responses_input
-from compression.threshold import server_compact_threshold, threshold_for
+from compression.paths.server_compaction import to_responses_input
+from compression.policy.threshold import server_compact_threshold, threshold_for
+from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app.models import Message, Session
 from tests.test_compression import assert_consistent
 
@@ -171,7 +171,7 @@ def test_content_parts_become_responses_parts():
 def test_rows_stored_while_the_model_answered_are_not_archived_by_its_compaction(
     gateway, server_side
 ):
-    from compression.server_compaction import store_compaction
+    from compression.paths.server_compaction import store_compaction
 
     sid = gateway.open(model="gpt-5.1", system_prompt="sys")["id"]
     gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "sent"}]})

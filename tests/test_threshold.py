@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compression.threshold import Override, compute_threshold, match_override
+from compression.policy.threshold import Override, compute_threshold, match_override
 from hermes_site.config import CompressionConfig
 
 DEFAULT = CompressionConfig()
@@ -86,7 +86,7 @@ PUBLIC_CASES = [
 def test_each_threshold_rule_through_threshold_for_with_catalog_windows(
     db, hermes_config, model, window, expected, rule
 ):
-    from compression.threshold import threshold_for
+    from compression.policy.threshold import threshold_for
     from sessions_app import services
     from sessions_app.keys import create_channel
 

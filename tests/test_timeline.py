@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from compression.engine import compress
+from compression.engine.compress import compress
 from compression.models import CompressionEvent
 from sessions_app import services
 from sessions_app.keys import create_channel
@@ -66,7 +66,7 @@ def test_the_timeline_is_staff_only(client, compressed):
 
 
 def test_the_token_series_is_rebuilt_exactly_from_the_rows(compressed):
-    from compression.charts import live_tokens_series
+    from compression.pages.charts import live_tokens_series
 
     series = live_tokens_series(compressed)
     compressed.refresh_from_db()

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from compression import guards, plugins
-from compression.engine import compress
-from compression.fake_model import Fail, FakeModelServer, Reply
+from compression.engine.compress import compress
+from compression.engine.prompt import SUMMARY_PREFIX
 from compression.models import CompressionEvent, ModelThresholdOverride
-from compression.prompt import SUMMARY_PREFIX
-from compression.triggers import classify_error, hygiene
+from compression.policy import guards, plugins
+from compression.policy.triggers import classify_error, hygiene
+from compression.testing.fake_model import Fail, FakeModelServer, Reply
 from sessions_app import services
 from sessions_app.models import Message, Session
 from tests.processes import isolated_env, python
@@ -355,8 +355,8 @@ def test_cooldown_survives_a_restart(tmp_path):
 def _cooldown_across_processes(env: dict[str, str]) -> None:
     first = """
 import django; django.setup()
-from compression.engine import compress
-from compression.prompt import SUMMARY_PREFIX
+from compression.engine.compress import compress
+from compression.engine.prompt import SUMMARY_PREFIX
 from sessions_app import services
 from sessions_app.keys import create_channel
 from tests.test_compression import turn
@@ -368,7 +368,7 @@ print(compress(s, max_passes=1).outcome, s.pk)
     assert out[-2] == "fallback"  # the summary model was unreachable
     second = f"""
 import django; django.setup()
-from compression import guards
+from compression.policy import guards
 from sessions_app.models import Session
 print(guards.blocked(Session.objects.get(pk="{out[-1]}"), "threshold_post"))
 """
@@ -385,7 +385,7 @@ def test_concurrent_triggers_on_one_session_make_exactly_one_compression(
         sid = open_long(gw)
         Session.objects.filter(pk=sid).update(live_messages=6_000)  # hygiene's hard limit
         session = Session.objects.get(pk=sid)
-        from compression.triggers import run_automatic
+        from compression.policy.triggers import run_automatic
 
         outcomes = {}
         jobs = [
@@ -412,7 +412,7 @@ def test_a_running_compression_refunds_the_attempt(gw, configured):
     Session.objects.filter(pk=session.pk).update(
         compressing_until=timezone.now() + timedelta(minutes=1)
     )
-    from compression.triggers import run_automatic
+    from compression.policy.triggers import run_automatic
 
     decision = run_automatic(session, "threshold_post")
     assert decision.action == "running"
@@ -536,7 +536,7 @@ def test_the_hard_message_limit_overrides_cooldown_and_anti_thrash(gw, configure
 
 
 def test_a_claim_taken_over_after_expiry_is_not_released_by_its_old_owner(gw, configured):
-    from compression.engine import _claim, _release
+    from compression.engine.compress import _claim, _release
 
     session = Session.objects.get(pk=open_long(gw, turns=1))
     old = _claim(session, -1)  # already expired
@@ -569,7 +569,7 @@ def test_local_compression_never_archives_the_tail_or_an_unanswered_call(gw, con
     ],
 )
 def test_a_reply_that_is_not_a_chat_completion_is_502_not_500(gw, configured, chat_model, body):
-    from compression.fake_model import Raw
+    from compression.testing.fake_model import Raw
 
     sid = open_long(gw, turns=1)
     chat_model.then(Raw(body))
@@ -609,7 +609,7 @@ def test_a_good_probe_after_a_frequency_lock_is_not_locked_again(gw, configured)
 
 
 def test_exhaustion_without_a_good_summary_keeps_only_the_system_prompt(gw, configured):
-    from compression.triggers import reset_after_exhaustion
+    from compression.policy.triggers import reset_after_exhaustion
 
     sid = open_long(gw)
     session = Session.objects.get(pk=sid)

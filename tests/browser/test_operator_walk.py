@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine import compress
-from compression.fake_model import FakeModelServer, Reply
-from compression.threshold import threshold_for
+from compression.engine.compress import compress
+from compression.policy.threshold import threshold_for
+from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session

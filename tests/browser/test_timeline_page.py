@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine import compress
+from compression.engine.compress import compress
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message

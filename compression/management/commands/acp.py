@@ -1,4 +1,4 @@
-"""``manage.py acp``: serve the Agent Client Protocol over stdio (see compression.acp_agent).
+"""``manage.py acp``: serve the Agent Client Protocol over stdio (see compression.agent.acp).
 
 An editor starts it as its agent, for example in Zed's settings::
 
@@ -48,7 +48,7 @@ class Command(BaseCommand):
     def handle(self, *args, channel: str, model: str | None, system_prompt: str, **options):
         from acp import run_agent
 
-        from compression.acp_agent import HermesAcpAgent
+        from compression.agent.acp import HermesAcpAgent
         from sessions_app.models import Channel, Session
         from sessions_app.services import InvalidInput
         from sessions_app.services.validation import check_text, validate_message

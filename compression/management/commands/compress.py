@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from compression.engine import AlreadyRunning, compress
+from compression.engine.compress import AlreadyRunning, compress
 from compression.models import CompressionEvent
-from compression.triggers import check_around
+from compression.policy.triggers import check_around
 from sessions_app.services import NotFound, get_session_for_channel
 
 

@@ -17,15 +17,15 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from compression import codex
-from compression import prompt as prompts
-from compression.archive import COUNTERS, replace_with_summary
+from compression.engine import prompt as prompts
+from compression.engine.archive import COUNTERS, replace_with_summary
+from compression.engine.fallback import local_summary
+from compression.engine.selection import Selection, select, select_around
+from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.events import record_event
-from compression.fallback import local_summary
 from compression.models import CompressionEvent
-from compression.selection import Selection, select, select_around
-from compression.summarizer import SummaryFailed, summarize, vet
-from compression.threshold import threshold_for
+from compression.paths import codex
+from compression.policy.threshold import threshold_for
 from hermes_site.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session

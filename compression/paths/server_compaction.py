@@ -4,8 +4,8 @@ For a session whose model matches ``codex_responses_models`` while ``codex_respo
 on, the turn calls the Responses API with ``context_management=[{"type": "compaction",
 "compact_threshold": N}]``: when the rendered context crosses N, the server compacts it and
 returns an opaque ``compaction`` item (``encrypted_content``) before its reply. Our automatic
-threshold is held above N (compression.threshold), so the server compacts first and ours is the
-safety net.
+threshold is held above N (compression.policy.threshold), so the server compacts first and ours
+is the safety net.
 
 The item is stored as a summary row (``Message.provider_item``) that replaces the live rows
 before it -- archived, never deleted, still searchable -- and is replayed to the server in its
@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
-from compression.archive import COUNTERS, replace_with_summary
+from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.events import record_event
 from compression.models import CompressionEvent
 from sessions_app import tokens

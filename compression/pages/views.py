@@ -17,10 +17,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from compression.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
 from compression.models import CompressionEvent
-from compression.threshold import threshold_for
-from compression.triggers import enqueue_manual
+from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
+from compression.policy.threshold import threshold_for
+from compression.policy.triggers import enqueue_manual
 from sessions_app.models import Message, Session
 from sessions_app.services import reset_session
 from sessions_app.services.errors import NotFound

@@ -13,7 +13,7 @@ API (non-streamed), with a ``compaction`` output item first when the Reply has `
 
 Run on its own (the demo's summariser)::
 
-    python -m compression.fake_model --port 8089
+    python -m compression.testing.fake_model --port 8089
 """
 
 from __future__ import annotations

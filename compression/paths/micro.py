@@ -18,15 +18,16 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from compression import codex, guards
-from compression import prompt as prompts
-from compression.archive import COUNTERS, archive_under, replace_with_summary
-from compression.engine import _claim, _release
+from compression.engine import prompt as prompts
+from compression.engine.archive import COUNTERS, archive_under, replace_with_summary
+from compression.engine.compress import _claim, _release
+from compression.engine.fallback import local_summary
+from compression.engine.selection import select
+from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.events import record_event
-from compression.fallback import local_summary
 from compression.models import CompressionEvent
-from compression.selection import select
-from compression.summarizer import SummaryFailed, summarize, vet
+from compression.paths import codex
+from compression.policy import guards
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app import tokens

@@ -40,8 +40,8 @@ from acp.schema import (
 )
 from django.db import close_old_connections, connections
 
+from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, run_turn
 from compression.models import CompressionEvent
-from compression.turn import COMMAND, ChatFailed, ChatUnavailable, run_turn
 from sessions_app.models import Channel, Session
 from sessions_app.services import ServiceError, open_session
 

@@ -16,11 +16,12 @@ from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from compression import codex, guards, micro, pruning
-from compression.engine import AlreadyRunning, CompressionResult, compress
+from compression.engine.compress import AlreadyRunning, CompressionResult, compress
 from compression.events import record_event
 from compression.models import CompressionEvent
-from compression.threshold import threshold_for
+from compression.paths import codex, micro, pruning
+from compression.policy import guards
+from compression.policy.threshold import threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app.models import Message, Session

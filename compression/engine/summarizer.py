@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import openai
 
-from compression.prompt import Prompt
+from compression.engine.prompt import Prompt
 from hermes_site.config import SummaryModelConfig
 
 THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)

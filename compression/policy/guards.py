@@ -41,7 +41,7 @@ def blocked(
     """Why an automatic trigger may not compress now, or None if it may."""
     if trigger in MANUAL:
         return None
-    from compression.codex import automatic_block
+    from compression.paths.codex import automatic_block
 
     codex_block = automatic_block(session)
     if codex_block:

@@ -28,11 +28,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from compression.engine import _claim, _release
+from compression.engine.compress import _claim, _release
+from compression.engine.selection import select
 from compression.events import record_event
 from compression.models import CompressionEvent
-from compression.selection import select
-from compression.threshold import threshold_for
+from compression.policy.threshold import threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app.models import Message, Session

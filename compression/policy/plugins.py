@@ -4,7 +4,7 @@ A context engine is any object with a ``name`` and ``wants_compression(session, 
 returning a reason (str) to compress now, or None. Register it once, e.g. in an AppConfig's
 ``ready()``::
 
-    from compression import plugins
+    from compression.policy import plugins
 
     class KeepUnder50k:
         name = "keep-under-50k"

@@ -2,8 +2,8 @@
 ``"jsonrpc"`` field) over stdio (one JSON object per line) or WebSocket (one per text frame), for
 tests and demos::
 
-    python -m compression.fake_codex                       # stdio
-    python -m compression.fake_codex --listen 127.0.0.1:8390  # ws://127.0.0.1:8390
+    python -m compression.testing.fake_codex                       # stdio
+    python -m compression.testing.fake_codex --listen 127.0.0.1:8390  # ws://127.0.0.1:8390
 
 Environment: ``FAKE_CODEX_LOG`` (a file each received message is appended to, as a JSON line),
 ``FAKE_CODEX_MODE``: ``ok`` (default: compaction completes with a ``contextCompaction`` item),

@@ -15,11 +15,12 @@ from typing import Any
 import openai
 from django.utils import timezone
 
-from compression import guards, plugins, server_compaction
-from compression.engine import CompressionResult, compress
+from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
-from compression.threshold import server_compact_threshold, server_compaction_applies
-from compression.triggers import (
+from compression.paths import server_compaction
+from compression.policy import guards, plugins
+from compression.policy.threshold import server_compact_threshold, server_compaction_applies
+from compression.policy.triggers import (
     Decision,
     classify_error,
     decide,

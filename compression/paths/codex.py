@@ -258,7 +258,7 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
         server.request("thread/compact/start", {"threadId": thread})
         done = server.wait_for_compaction(thread)
     except CodexError as exc:
-        from compression.engine import _note_failure
+        from compression.engine.compress import _note_failure
 
         logger.warning("Codex compaction of session %s failed: %s", session.pk, exc)
         _note_failure(session, config)  # F1: cooldown, failure streak

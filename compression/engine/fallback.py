@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from compression.prompt import strip_markers
+from compression.engine.prompt import strip_markers
 from sessions_app.models import Message
 
 PATH = re.compile(

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from compression.models import CompressionEvent, ModelThresholdOverride
+from sessions_app.admin import HermesAdmin, ReadOnlyAdmin, SessionAdmin
+from sessions_app.models import Session
+from sessions_app.services import reset_session
+
+
+@admin.register(CompressionEvent)
+class CompressionEventAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "session",
+        "trigger",
+        "path",
+        "outcome",
+        "tokens_before",
+        "tokens_after",
+        "savings",
+        "rows_archived",
+        "reason",
+    )
+    list_filter = ("trigger", "path", "outcome", "session__channel")
+    search_fields = ("session__id", "session__title", "reason", "error")
+    list_select_related = ("session",)
+    readonly_fields = [f.name for f in CompressionEvent._meta.fields]
+
+    @admin.display(description="saved")
+    def savings(self, obj: CompressionEvent) -> str:
+        ratio = obj.savings_ratio
+        return "—" if ratio is None else f"{ratio:.0%}"
+
+
+@admin.register(ModelThresholdOverride)
+class ModelThresholdOverrideAdmin(HermesAdmin):
+    list_display = (
+        "pattern",
+        "ratio",
+        "threshold_tokens",
+        "enabled",
+        "computed_threshold",
+        "note",
+        "updated_at",
+    )
+    list_editable = ("ratio", "threshold_tokens", "enabled")
+    search_fields = ("pattern", "note")
+    readonly_fields = ("computed_threshold",)
+
+    @admin.display(description="threshold at 128K / 200K / 1M windows")
+    def computed_threshold(self, obj: ModelThresholdOverride) -> str:
+        """What this override makes the trigger fire at, after floors, raises and caps."""
+        from compression.policy.threshold import Override, compute_threshold
+        from hermes_site.config import get_config
+
+        if obj.pk is None or obj.ratio is None:
+            return "—"
+        config = get_config().compression
+        override = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
+        values = [
+            compute_threshold(obj.pattern, window, config, [override]).tokens
+            for window in (128_000, 200_000, 1_000_000)
+        ]
+        return " / ".join(f"{v:,}" for v in values)
+
+
+# --- Compression actions on the store's session admin -----------------------------------------
+# The store's admin knows nothing of compression (data flows one way); this app extends it.
+
+
+class GuardStateFilter(admin.SimpleListFilter):
+    """Which sessions the guards are holding back right now (expired guards do not count)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("compressing", "compressing now"),
+            ("cooldown", "in cooldown"),
+            ("locked", "anti-thrash locked"),
+            ("failing", "failing"),
+            ("clear", "no guard"),
+        ]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        held = {
+            "compressing": Q(compressing_until__gt=now),
+            "cooldown": Q(cooldown_until__gt=now),
+            "locked": Q(thrash_lock_until__gt=now),
+            "failing": Q(failure_streak__gt=0),
+        }
+        value = self.value()
+        if value in held:
+            return queryset.filter(held[value])
+        if value == "clear":
+            for condition in held.values():
+                queryset = queryset.exclude(condition)
+        return queryset
+
+
+class CompressingSessionAdmin(SessionAdmin):
+    actions = ["compress_now", "reset_sessions", "clear_guards"]
+    list_display = (*SessionAdmin.list_display, "timeline")
+    list_filter = (GuardStateFilter, *SessionAdmin.list_filter)
+    readonly_fields = (*SessionAdmin.readonly_fields, "timeline")
+
+    def get_fieldsets(self, request, obj=None):
+        (name, options), *rest = super().get_fieldsets(request, obj)
+        return [(name, {**options, "fields": (*options["fields"], "timeline")}), *rest]
+
+    @admin.display(description="timeline")
+    def timeline(self, obj: Session) -> str:
+        from django.urls import reverse
+        from django.utils.html import format_html
+
+        return format_html('<a href="{}">open</a>', reverse("console:timeline", args=[obj.pk]))
+
+    @admin.action(
+        description="Compress now (in the background, ignoring cooldown)", permissions=["change"]
+    )
+    def compress_now(self, request: HttpRequest, queryset) -> None:
+        from compression.policy.triggers import enqueue_manual
+
+        sessions = list(queryset)
+        for session in sessions:
+            enqueue_manual(session, CompressionEvent.Trigger.MANUAL_ADMIN)
+        self.message_user(
+            request,
+            f"Compression queued for {len(sessions)} session(s); see Compression events for "
+            "results.",
+        )
+
+    @admin.action(
+        description="Reset sessions (archive their live messages; nothing is deleted)",
+        permissions=["change"],
+    )
+    def reset_sessions(self, request: HttpRequest, queryset):
+        if request.POST.get("confirm") != "yes":
+            return TemplateResponse(
+                request,
+                "admin/compression/confirm_reset.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Reset sessions?",
+                    "sessions": queryset,
+                    "action": "reset_sessions",
+                    "opts": self.model._meta,
+                },
+            )
+        archived = sum(reset_session(session) for session in queryset)
+        self.message_user(
+            request,
+            f"Reset {queryset.count()} session(s); {archived} message(s) archived (still "
+            "searchable).",
+            messages.SUCCESS,
+        )
+        return None
+
+    @admin.action(
+        description="Clear cooldown, anti-thrash lock and failure streaks", permissions=["change"]
+    )
+    def clear_guards(self, request: HttpRequest, queryset) -> None:
+        count = queryset.update(
+            cooldown_until=None, thrash_lock_until=None, failure_streak=0, ineffective_streak=0
+        )
+        self.message_user(request, f"Cleared the guards of {count} session(s).")
+
+
+admin.site.unregister(Session)
+admin.site.register(Session, CompressingSessionAdmin)
