@@ -4,7 +4,7 @@
 
 For each size, one session of that many messages in a SQLite file (rows inserted with plain SQL;
 that is not what is measured). Measured: the check a gateway runs before every inbound message --
-read the session row, decide with ``compression.policy.triggers.hygiene_needed`` (counters and the
+read the session row, decide with ``compression.policy.hygiene.hygiene_needed`` (counters and the
 threshold, no message scan, no network) -- as a median over ``--reads`` runs; beside it, the
 baseline a counter-less design would need: recounting the session's messages and tokens.
 """
@@ -41,7 +41,7 @@ def main() -> None:
         from django.db import connection, transaction
         from django.utils import timezone
 
-        from compression.policy.triggers import hygiene_needed
+        from compression.policy.hygiene import hygiene_needed
         from search import fts
         from sessions_app.keys import create_channel
         from sessions_app.models import Session

@@ -124,11 +124,12 @@ def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
 def micro_task(session_id: str) -> dict[str, Any]:
     """Micro-compaction after a turn (queued by the trigger check when it is due)."""
     from compression.paths import micro
+    from compression.policy import due
 
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
-    if not micro.due(session):  # an earlier task of the same turns folded them already
+    if not due.micro_due(session):  # an earlier task of the same turns folded them already
         return {"session_id": session_id, "outcome": "skipped", "reason": "no fold due"}
     result = micro.micro_compact(session)
     return {"session_id": session_id, "outcome": result.outcome, "reason": result.reason}

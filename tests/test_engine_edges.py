@@ -309,7 +309,7 @@ def test_summaries_are_placed_when_sent_from_the_neighbours_they_have_then(chann
 
 
 def test_a_summary_whose_tail_was_reset_away_is_placed_again(channel, hermes_config):
-    from compression.policy.triggers import reset_after_exhaustion
+    from compression.policy.recovery import reset_after_exhaustion
 
     hermes_config(compression={"protect_first_n": 2})
     session = open_chat(channel, chat([], 41))  # ends on the user's ask

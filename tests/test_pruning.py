@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from compression.models import CompressionEvent
 from compression.paths import pruning
+from compression.policy import due
 from compression.policy.threshold import threshold_for
 from sessions_app.models import Message, Session
 from sessions_app.services import recount
@@ -175,7 +176,7 @@ def test_a_session_under_the_threshold_is_not_pruned(gateway, pruning_on):
     sid = gateway.open(system_prompt="sys")["id"]  # a 128K window: far under
     gateway.post(f"/sessions/{sid}/messages", {"messages": tool_turn(0, BIG) + tool_turn(1, BIG)})
     session = Session.objects.get(pk=sid)
-    assert not pruning.wanted(session.live_tokens, threshold_for(session).tokens)
+    assert not due.prune_wanted(session.live_tokens, threshold_for(session).tokens)
 
 
 def test_the_master_switch_off_holds_pruning_back_too(

@@ -13,7 +13,8 @@ from compression.engine.compress import compress
 from compression.engine.prompt import SUMMARY_PREFIX
 from compression.models import CompressionEvent, ModelThresholdOverride
 from compression.policy import guards, plugins
-from compression.policy.triggers import classify_error, hygiene
+from compression.policy.hygiene import hygiene
+from compression.policy.recovery import classify_error
 from compression.testing.fake_model import Fail, FakeModelServer, Reply
 from sessions_app import services
 from sessions_app.models import Message, Session
@@ -609,7 +610,7 @@ def test_a_good_probe_after_a_frequency_lock_is_not_locked_again(gw, configured)
 
 
 def test_exhaustion_without_a_good_summary_keeps_only_the_system_prompt(gw, configured):
-    from compression.policy.triggers import reset_after_exhaustion
+    from compression.policy.recovery import reset_after_exhaustion
 
     sid = open_long(gw)
     session = Session.objects.get(pk=sid)

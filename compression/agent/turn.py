@@ -19,16 +19,14 @@ from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.paths import server_compaction
 from compression.policy import guards, plugins
-from compression.policy.threshold import server_compact_threshold, server_compaction_applies
-from compression.policy.triggers import (
-    Decision,
+from compression.policy.hygiene import hygiene
+from compression.policy.recovery import (
     classify_error,
-    decide,
-    hygiene,
     lower_window_for_long_context,
     reset_after_exhaustion,
-    run_automatic,
 )
+from compression.policy.threshold import server_compact_threshold, server_compaction_applies
+from compression.policy.triggers import Decision, decide, run_automatic
 from hermes_site.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from compression.engine import hooks
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.fallback import local_summary
@@ -24,13 +25,11 @@ from compression.engine.selection import Selection, select, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.events import record_event
 from compression.models import CompressionEvent
-from compression.paths import codex
-from compression.policy.threshold import threshold_for
 from hermes_site.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import StateConflict
-from sessions_app.services.context import live_rows
+from sessions_app.services.context import external_context, live_rows
 
 logger = logging.getLogger(__name__)
 
@@ -127,10 +126,21 @@ def compress(
             f"A compression of session {session.pk} is already running; try again shortly."
         )
     result = CompressionResult(session=session)
-    if codex.thread_id(session) is not None:
-        # The model's context is a Codex thread: the app server compacts it (T7a).
+    elsewhere = external_context(session)
+    if elsewhere is not None:
+        # The model's context lives elsewhere (a Codex thread, T7a): its own compactor, which
+        # the paths register, compacts it; our rows stay as they are.
+        compactor = hooks.compactor_for(elsewhere)
         try:
-            event = codex.compact_thread(session, trigger)
+            if compactor is None:
+                event = _event(
+                    session,
+                    trigger,
+                    Outcome.SKIPPED,
+                    reason=f"the model's context lives in {elsewhere}; no compactor for it",
+                )
+            else:
+                event = compactor(session, trigger)
             result.passes.append(
                 PassResult(event.outcome, event, model_failed=event.outcome == Outcome.FAILED)
             )
@@ -140,7 +150,7 @@ def compress(
         return result
     try:
         passes = max_passes or (1 if around_position is not None else config.max_attempts)
-        target = threshold_for(session).tokens
+        target = hooks.target_for(session)  # the policy's threshold (None: one pass)
         model_failed = False
         for n in range(first_attempt, first_attempt + passes):
             if n > first_attempt:
@@ -165,7 +175,7 @@ def compress(
             session.refresh_from_db()
             if outcome.outcome not in (Outcome.COMPRESSED, Outcome.FALLBACK):
                 break
-            if session.live_tokens <= target:
+            if target is None or session.live_tokens <= target:
                 break
         if not config.in_place and result.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK):
             result.continued_in = _continue_in_new_session(session)
@@ -194,7 +204,7 @@ def _one_pass(
     trigger: str,
     focus: str | None,
     around: int | None,
-    target: int,
+    target: int | None,
     attempt: int = 0,
     timeouts: tuple[float, float] | None = None,
     *,
@@ -321,7 +331,7 @@ def _write_back(
     *,
     fallback: bool,
     trigger: str,
-    target: int,
+    target: int | None,
     model_name: str,
     error: str,
     failed: bool,

@@ -56,18 +56,6 @@ def thread_id(session: Session) -> str | None:
     return ((session.provider_state or {}).get("codex") or {}).get("thread_id")
 
 
-def automatic_block(session: Session) -> str | None:
-    """Why an automatic trigger must leave this Codex session alone, or None."""
-    if thread_id(session) is None:
-        return None
-    mode = get_config().compression.codex_app_server_auto
-    if mode == "native":
-        return "Codex compacts this session's thread itself (codex_app_server_auto: native)"
-    if mode == "off":
-        return "automatic compaction of Codex sessions is off (codex_app_server_auto: off)"
-    return None
-
-
 class _Stdio:
     """Starts ``codex app-server`` and speaks to it over its stdin and stdout."""
 

@@ -26,8 +26,6 @@ from compression.engine.selection import select
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.events import record_event
 from compression.models import CompressionEvent
-from compression.paths import codex
-from compression.policy import guards
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app import tokens
@@ -44,35 +42,6 @@ class MicroResult:
     outcome: str  # compressed | fallback | skipped | failed
     reason: str
     summary: Message | None = None
-
-
-def turns_since_last_fold(session: Session) -> int:
-    last = (
-        CompressionEvent.objects.filter(
-            session=session,
-            trigger=Trigger.MICRO,
-            outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK),
-        )
-        .order_by("-created_at")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    users = Message.objects.filter(session=session, role=Message.Role.USER, is_summary=False)
-    if last is not None:
-        users = users.filter(created_at__gt=last)
-    return users.count()
-
-
-def due(session: Session) -> bool:
-    """Micro-compaction is automatic: the master switch, a Codex thread, a cooldown after a
-    failed summary and the anti-thrash lock hold it back as they do every automatic trigger; a
-    Codex session's context is its Codex thread, not our rows, in every mode."""
-    config = get_config().compression
-    if not config.micro_compact or codex.thread_id(session) is not None:
-        return False
-    if guards.blocked(session, Trigger.MICRO):
-        return False
-    return turns_since_last_fold(session) >= config.micro_compact_every_n_turns
 
 
 def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:

@@ -29,10 +29,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from compression.engine.compress import _claim, _release
+from compression.engine.hooks import target_for
 from compression.engine.selection import select
 from compression.events import record_event
 from compression.models import CompressionEvent
-from compression.policy.threshold import threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app.models import Message, Session
@@ -170,10 +170,11 @@ def _record(session: Session, result: PruneResult, trigger: str, threshold: int 
     )
 
 
-def prune(session: Session, trigger: str) -> PruneResult:
+def prune(session: Session, trigger: str, threshold: int | None = None) -> PruneResult:
     """Prune ``session``'s live tool output if that reclaims enough; never raises."""
     config = get_config().compression
-    threshold = threshold_for(session).tokens
+    if threshold is None:
+        threshold = target_for(session) or 0  # the session's compression threshold
     # A compression summarising this session checks at write-back that the rows it read are
     # unchanged; pruning under it would make it throw its summary away.
     claim = _claim(session, 120)
@@ -239,10 +240,3 @@ def _prune_locked(session: Session, config) -> PruneResult:
         before,
         before - reclaimed,
     )
-
-
-def wanted(tokens: int, threshold: int) -> bool:
-    """Whether pruning should run for a session a guard holds back at ``tokens`` (over its
-    compression ``threshold`` and at least ``proactive_prune_tokens``; 0 turns pruning off)."""
-    floor = get_config().compression.proactive_prune_tokens
-    return bool(floor) and tokens >= max(floor, threshold)

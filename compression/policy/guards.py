@@ -22,6 +22,7 @@ from django.utils import timezone
 from compression.models import CompressionEvent
 from hermes_site.config import get_config
 from sessions_app.models import Session
+from sessions_app.services.context import external_context
 
 Trigger = CompressionEvent.Trigger
 MANUAL = {
@@ -41,17 +42,29 @@ def blocked(
     """Why an automatic trigger may not compress now, or None if it may."""
     if trigger in MANUAL:
         return None
-    from compression.paths.codex import automatic_block
-
-    codex_block = automatic_block(session)
-    if codex_block:
-        return codex_block
+    elsewhere = external_block(session)
+    if elsewhere:
+        return elsewhere
     config = get_config().compression
     if not config.enabled:
         return "automatic compression is off (compression.enabled: false)"
     if trigger in BYPASS_LOCKS or bypass_locks:
         return None
     return held(session, now)
+
+
+def external_block(session: Session) -> str | None:
+    """Why an automatic trigger must leave a session whose context lives elsewhere (a Codex
+    thread) alone, or None: in ``native`` mode Codex compacts its own thread, in ``off`` mode
+    nobody does automatically; ``managed`` lets our triggers decide."""
+    if external_context(session) != "codex":
+        return None
+    mode = get_config().compression.codex_app_server_auto
+    if mode == "native":
+        return "Codex compacts this session's thread itself (codex_app_server_auto: native)"
+    if mode == "off":
+        return "automatic compaction of Codex sessions is off (codex_app_server_auto: off)"
+    return None
 
 
 def held(session: Session, now: datetime | None = None) -> str | None:

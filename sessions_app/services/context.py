@@ -102,6 +102,14 @@ def _prepend(lead: str | None, content: Any) -> Any:
     return f"{lead}\n\n{content}" if content else lead
 
 
+def external_context(session: Session) -> str | None:
+    """Where the model's own context lives when it is not this session's rows -- ``"codex"``: a
+    Codex app-server thread (opened with ``codex_thread_id``) -- or None. Compacting such a
+    session is that place's job; our rows stay the searchable transcript."""
+    codex = (session.provider_state or {}).get("codex") or {}
+    return "codex" if codex.get("thread_id") else None
+
+
 def live_context(session: Session) -> list[dict[str, Any]]:
     """The live rows as an OpenAI ``messages`` array, ready to send."""
     return as_messages(live_rows(session))

@@ -1,0 +1,49 @@
+"""When the lighter paths run: proactive pruning (T7d) and micro-compaction (T7c). The paths
+themselves act; the policy decides, with the same guards as every automatic trigger."""
+
+from __future__ import annotations
+
+from compression.models import CompressionEvent
+from compression.policy import guards
+from hermes_site.config import get_config
+from sessions_app.models import Message, Session
+from sessions_app.services.context import external_context
+
+Trigger = CompressionEvent.Trigger
+Outcome = CompressionEvent.Outcome
+
+
+def prune_wanted(tokens: int, threshold: int) -> bool:
+    """Whether pruning should run for a session a guard holds back at ``tokens`` (over its
+    compression ``threshold`` and at least ``proactive_prune_tokens``; 0 turns pruning off)."""
+    floor = get_config().compression.proactive_prune_tokens
+    return bool(floor) and tokens >= max(floor, threshold)
+
+
+def turns_since_last_fold(session: Session) -> int:
+    last = (
+        CompressionEvent.objects.filter(
+            session=session,
+            trigger=Trigger.MICRO,
+            outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK),
+        )
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    users = Message.objects.filter(session=session, role=Message.Role.USER, is_summary=False)
+    if last is not None:
+        users = users.filter(created_at__gt=last)
+    return users.count()
+
+
+def micro_due(session: Session) -> bool:
+    """Micro-compaction is automatic: the master switch, a cooldown after a failed summary and
+    the anti-thrash lock hold it back as they do every automatic trigger; a session whose
+    context lives elsewhere (a Codex thread) is not ours to fold, in every mode."""
+    config = get_config().compression
+    if not config.micro_compact or external_context(session) is not None:
+        return False
+    if guards.blocked(session, Trigger.MICRO):
+        return False
+    return turns_since_last_fold(session) >= config.micro_compact_every_n_turns

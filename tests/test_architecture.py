@@ -1,0 +1,155 @@
+"""The arrows between the parts (docs/architecture.md), checked on every import in the code --
+module-level and inside functions alike -- so a shortcut across them fails here, not in review.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("hermes_site", "sessions_app", "search", "compression")
+
+# Each layer and the layers it may import. A module belongs to the longest prefix listed.
+LAYERS: dict[str, set[str]] = {
+    "site_base": set(),  # configuration, error reporting, small request guards
+    "store": {"site_base"},
+    "search": {"store", "site_base"},
+    "records": {"store", "site_base"},  # compression.models, compression.events
+    "engine": {"records", "store", "site_base"},
+    "policy": {"engine", "records", "store", "site_base"},
+    "paths": {"engine", "records", "store", "site_base"},
+    "agent": {"policy", "paths", "engine", "records", "store", "site_base"},
+    "pages": {"agent", "policy", "paths", "engine", "records", "store", "search", "site_base"},
+    # The app's entry points: Django's app config, URLs, the API, queued tasks, commands.
+    "entry": {
+        "pages",
+        "agent",
+        "policy",
+        "paths",
+        "engine",
+        "records",
+        "store",
+        "search",
+        "site_base",
+    },
+    "site": {
+        "entry",
+        "pages",
+        "agent",
+        "policy",
+        "paths",
+        "engine",
+        "records",
+        "store",
+        "search",
+        "site_base",
+    },
+    "testing": {"site_base"},  # loopback servers: stand alone
+}
+PREFIXES = {
+    "hermes_site.config": "site_base",
+    "hermes_site.errors": "site_base",
+    "hermes_site.middleware": "site_base",
+    "hermes_site.storage": "site_base",
+    "hermes_site": "site",
+    "sessions_app": "store",
+    "search": "search",
+    "compression.models": "records",
+    "compression.events": "records",
+    "compression.migrations": "records",
+    "compression.engine": "engine",
+    "compression.policy": "policy",
+    "compression.paths": "paths",
+    "compression.agent": "agent",
+    "compression.pages": "pages",
+    "compression.testing": "testing",
+    "compression": "entry",
+}
+
+
+def layer(module: str) -> str | None:
+    best = max(
+        (p for p in PREFIXES if module == p or module.startswith(p + ".")), key=len, default=None
+    )
+    return PREFIXES[best] if best else None
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """Every project module ``path`` imports, wherever the import statement is."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # "from package import module" imports the module; else the package's name.
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            names = [n if n in known else node.module for n in names]
+        else:
+            continue
+        out.update(n for n in names if n.split(".")[0] in APPS)
+    return out
+
+
+def test_every_import_follows_the_arrows():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        mine = layer(name)
+        for target in imports(path, known):
+            theirs = layer(target)
+            if theirs is None or theirs == mine:
+                continue
+            if theirs not in LAYERS[mine]:
+                wrong.append(f"{name} ({mine}) imports {target} ({theirs})")
+    assert wrong == [], "\n".join(sorted(wrong))
+
+
+def test_no_production_module_imports_a_test_server():
+    known = modules()
+    wrong = [
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if layer(name) != "testing"
+        for target in imports(path, known)
+        if layer(target) == "testing"
+    ]
+    assert wrong == [], wrong
+
+
+def test_there_is_no_import_cycle_between_modules():
+    known = modules()
+    graph = {
+        name: {t for t in imports(path, known) if t in known and t != name}
+        for name, path in known.items()
+    }
+    # A package's __init__ importing nothing of its own does not make its modules a cycle.
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(nxt) :], nxt]))
+            elif state.get(nxt) is None:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if state.get(node) is None:
+            visit(node)
+    assert cycles == [], "\n".join(cycles)
