@@ -153,3 +153,13 @@ def test_there_is_no_import_cycle_between_modules():
         if state.get(node) is None:
             visit(node)
     assert cycles == [], "\n".join(cycles)
+def test_no_production_module_is_over_500_lines():
+    known = modules()
+    long = {
+        name: n
+        for name, path in known.items()
+        if "migrations" not in name
+        and layer(name) != "testing"
+        and (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert long == {}, long
