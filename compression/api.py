@@ -18,6 +18,7 @@ from compression.tasks import result_dict
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
 from sessions_app.services import StateConflict, get_session_for_channel
+from sessions_app.services.context import external_context
 from sessions_app.services.validation import check_text
 
 router = Router(tags=["compression"])
@@ -167,7 +168,7 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
     from compression.paths import codex
 
     session = get_session_for_channel(request.auth, session_id)
-    if codex.thread_id(session) is None:
+    if external_context(session) != "codex":
         raise StateConflict(
             "This session was not opened with a codex_thread_id; it has no Codex thread."
         )
