@@ -125,3 +125,25 @@ def test_a_query_that_is_not_utf8_is_a_clear_error_not_a_traceback(tmp_path):
     assert result.returncode == 1
     assert "not valid UTF-8" in stderr
     assert "Traceback" not in stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT, isolated_env, python
+
+    with isolated_env(tmp_path) as env:
+        python("manage.py", "setup_demo", env=env)
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "search", "缓存", "--limit", "100", "--window", "5"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        process.stdout.readline()  # `| head -1`: read a line, then go away
+        process.stdout.close()
+        stderr = process.stderr.read().decode("utf-8", "replace")
+        process.wait(timeout=120)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
