@@ -3,13 +3,14 @@
 Every compression knob lives in the file's ``compression:`` block under the key names of Hermes
 Agent's own ``config.yaml``, so an operator can point the service at a config they already have.
 Only the file's *path* comes from the environment (``HERMES_CONFIG``); with no file the
-documented defaults apply. The schema is strict: an unknown key, a wrong type or an out-of-range
-value stops start-up with a message naming the key and what is allowed.
+documented defaults apply. The schema is strict for every key the service uses: a misspelt key, a
+wrong type or an out-of-range value stops start-up with a message naming the key and what is
+allowed. A Hermes Agent file's other keys are accepted and named in one warning line
+(``hermes_compat``).
 """
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from pathlib import Path
@@ -25,6 +26,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from hermes_site.hermes_compat import Adapted, adapt
 
 logger = logging.getLogger(__name__)
 
@@ -367,41 +370,36 @@ def _schema_keys() -> dict[str, list[str]]:
     return keys
 
 
-def _foreign_sections(data: dict, source: str) -> dict:
-    """Drop the sections a Hermes Agent config has and this service does not use (``terminal``,
-    ``toolsets``, ``auxiliary.vision``...), so the same file serves both. A key that looks like a
-    misspelling of one of ours is kept, and so refused by the schema with its name."""
+def parse_config(
+    data: Any, source: str = "<config>", *, adapted: list[Adapted] | None = None
+) -> HermesConfig:
+    """Validate already-parsed YAML data; raise ConfigError naming every bad key.
 
-    def split(block: dict, ours: list[str], where: str) -> dict:
-        kept = {}
-        for key, value in block.items():
-            close = difflib.get_close_matches(str(key), ours, n=1, cutoff=0.75)
-            if key in ours or close:
-                kept[key] = value
-            else:
-                logger.info("%s: ignoring section %s%s (not used here)", source, where, key)
-        return kept
-
-    data = split(data, list(HermesConfig.model_fields), "")
-    auxiliary = data.get("auxiliary")
-    if isinstance(auxiliary, dict):
-        kept = split(auxiliary, list(AuxiliaryConfig.model_fields), "auxiliary.")
-        data = {**data, "auxiliary": kept}
-    return data
-
-
-def parse_config(data: Any, source: str = "<config>") -> HermesConfig:
-    """Validate already-parsed YAML data; raise ConfigError naming every bad key."""
+    A Hermes Agent file is read as Hermes reads it (``hermes_compat``): legacy keys folded, the
+    sections and keys this service does not use set aside and named in one warning line. Pass
+    ``adapted`` (a list) to receive what was set aside and moved."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{source}: the file must hold a mapping of sections, not {kind}")
-    data = _foreign_sections(data, source)
+    keys = _schema_keys()
+    data, changes = adapt(data, keys)
+    if adapted is not None:
+        adapted.append(changes)
+    if changes.unused:
+        logger.warning(
+            "%s: accepted but not used by this service: %s", source, ", ".join(changes.unused)
+        )
+    if changes.foreign_sections:
+        logger.info(
+            "%s: sections for Hermes Agent alone, ignored here: %s",
+            source,
+            ", ".join(changes.foreign_sections),
+        )
     try:
         return HermesConfig.model_validate(data)
     except ValidationError as exc:
-        keys = _schema_keys()
         lines = [_describe(err, keys) for err in exc.errors()]
         raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines)) from None
 

@@ -30,14 +30,27 @@ def _bare(model: str) -> str:
     return model.strip().lower()
 
 
-def match_override(model: str, overrides: list[Override]) -> Override | None:
+def match_override(model: str, overrides: list[Override], provider: str = "") -> Override | None:
     """The override whose pattern is the longest substring of the model name (case-insensitive).
-    On equal length the run-time table wins over the file: operators edit it to react now."""
+
+    A pattern ``"provider:substring"`` (Hermes Agent's provider-scoped key, e.g.
+    ``"openrouter:glm-5.2"``) applies only when the chat model's provider is that provider, and
+    beats a plain pattern of the same length; the whole pattern still matches as a literal
+    substring (``"qwen3:32b"``). On equal terms the run-time table wins over the file: operators
+    edit it to react now."""
     name = _bare(model)
-    matches = [o for o in overrides if o.pattern.lower() in name]
-    if not matches:
+    provider = provider.strip().lower()
+    ranked = []
+    for o in overrides:
+        pattern = o.pattern.lower()
+        scope, _, sub = pattern.partition(":")
+        if sub and provider and scope == provider and sub in name:
+            ranked.append(((len(sub), True, o.source == "table"), o))
+        elif pattern in name:
+            ranked.append(((len(pattern), False, o.source == "table"), o))
+    if not ranked:
         return None
-    return max(matches, key=lambda o: (len(o.pattern), o.source == "table"))
+    return max(ranked, key=lambda pair: pair[0])[1]
 
 
 def config_overrides(config: CompressionConfig) -> list[Override]:
@@ -74,6 +87,7 @@ def compute_threshold(
     overrides: list[Override] | None = None,
     *,
     hold_for_server: bool = True,
+    provider: str = "",
 ) -> Threshold:
     """threshold = (window - output reserve) x ratio, floored at 64K, 85% of the window where the
     floor reaches it, capped by ``threshold_tokens``.
@@ -83,7 +97,7 @@ def compute_threshold(
     least 0.85; ``gpt-5.3-codex-spark`` lowers it to 0.70 (its small window is why it exists);
     last, a per-model override (longest substring wins) sets it outright.
     """
-    override = match_override(model, overrides or [])
+    override = match_override(model, overrides or [], provider)
     ratio = config.threshold
     reasons = [f"ratio {ratio:.2f}"]
     if context_window < config.small_window_limit_tokens and ratio < config.small_window_threshold:
@@ -138,18 +152,27 @@ def server_compact_threshold(session) -> int:
     """The ``compact_threshold`` sent to the server: configured, else our own unheld threshold."""
     from hermes_site.config import get_config
 
-    config = get_config().compression
+    whole = get_config()
+    config = whole.compression
     if config.codex_responses_compact_threshold:
         return config.codex_responses_compact_threshold
     overrides = config_overrides(config) + table_overrides()
     return compute_threshold(
-        session.model, session.context_window, config, overrides, hold_for_server=False
+        session.model,
+        session.context_window,
+        config,
+        overrides,
+        hold_for_server=False,
+        provider=whole.model.provider,
     ).tokens
 
 
 def threshold_for(session) -> Threshold:
     from hermes_site.config import get_config
 
-    config = get_config().compression
+    whole = get_config()
+    config = whole.compression
     overrides = config_overrides(config) + table_overrides()
-    return compute_threshold(session.model, session.context_window, config, overrides)
+    return compute_threshold(
+        session.model, session.context_window, config, overrides, provider=whole.model.provider
+    )
