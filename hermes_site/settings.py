@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "compression",
     "search",
+    "hermes_import",
 ]
 
 MIDDLEWARE = [

@@ -182,6 +182,13 @@ class Message(models.Model):
         help_text="An opaque item a provider returned, sent back only to that provider "
         "(an OpenAI compaction item); never part of the chat-completions message.",
     )
+    origin = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Where an imported row came from (the system, its ids) and the fields that "
+        "system kept that are not part of an OpenAI message (a tool's name, reasoning); never "
+        "sent to a model.",
+    )
     token_count = models.PositiveIntegerField(
         default=0, help_text="Tokens this row costs in the live context (after any pruning)."
     )

@@ -32,7 +32,7 @@ def get_session_for_channel(channel: Channel | None, session_id: UUID | str) -> 
         raise NotFound(f"No session {session_id} for this channel.") from None
 
 
-def _resolve_window(model: str, declared: int | None) -> tuple[int, str]:
+def resolve_window(model: str, declared: int | None) -> tuple[int, str]:
     if declared is not None:
         return declared, Session.WindowSource.DECLARED
     known = known_context_window(model)
@@ -77,7 +77,7 @@ def open_session(
             existing = Session.objects.filter(channel=channel, external_id=external_id).first()
             if existing is not None:
                 return OpenResult(existing, created=False)
-        window, source = _resolve_window(model, context_window)
+        window, source = resolve_window(model, context_window)
         session = Session.objects.create(
             channel=channel,
             model=model,

@@ -1,0 +1,281 @@
+"""One Hermes conversation written into the store, in its own transaction.
+
+The first import and every re-run take the same path: the conversation's rows are planned from
+Hermes's whole chain, then compared with what an earlier run stored (rows are known by their
+Hermes id, kept in ``Message.origin``). New rows are appended after the existing ones (Hermes's
+ids only grow, so order holds); rows whose state Hermes changed since (a later compaction
+archived them, an ``/undo`` took them back) are updated; nothing is duplicated or deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Min, Q, Sum
+
+from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned, infer
+from hermes_import.models import ImportedSession
+from sessions_app import tokens
+from sessions_app.models import Channel, Message, Session
+from sessions_app.services.sessions import resolve_window
+
+BATCH = 2_000
+
+
+@dataclass
+class Outcome:
+    """What importing one conversation did."""
+
+    created: bool = False
+    updated_rows: int = 0
+    kinds: Counter = field(default_factory=Counter)
+
+
+def _when(epoch: float | None) -> dt.datetime | None:
+    if epoch is None:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(float(epoch), tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+@contextmanager
+def _keeping_timestamps():
+    """Rows keep Hermes's timestamps: ``created_at`` is stamped on insert otherwise."""
+    fields = [Message._meta.get_field("created_at"), Session._meta.get_field("created_at")]
+    saved = [f.auto_now_add for f in fields]
+    try:
+        for f in fields:
+            f.auto_now_add = False
+        yield
+    finally:
+        for f, value in zip(fields, saved, strict=True):
+            f.auto_now_add = value
+
+
+def _flags(row: Planned) -> dict[str, Any]:
+    if row.kind == LIVE:
+        return {"active": True, "compressed": False}
+    if row.kind == ARCHIVED:
+        return {"active": False, "compressed": True}
+    return {"active": False, "compressed": False}
+
+
+def _message(session: Session, row: Planned, position: int, ids: dict[int, int]) -> Message:
+    when = _when(row.timestamp)
+    message = Message(
+        session=session,
+        position=position,
+        role=row.role,
+        content=row.text,
+        content_parts=row.parts,
+        tool_calls=row.tool_calls,
+        tool_call_id=row.tool_call_id,
+        origin=row.origin,
+        is_summary=row.summary,
+        summarized_by_id=ids.get(row.summarized_by) if row.summarized_by else None,
+        continues_id=ids.get(row.continues) if row.continues else None,
+        created_at=when or session.created_at,
+        **_flags(row),
+    )
+    if row.kind == ARCHIVED:
+        message.archive_reason = Message.ArchiveReason.COMPRESSION
+        message.archived_at = when
+    elif row.kind == ROLLED_BACK:
+        message.rollback_reason = "hermes"
+        message.rolled_back_at = when
+    if row.kind == LIVE:
+        message.token_count = tokens.count_message(message.as_openai(), session.model)
+    return message
+
+
+def import_conversation(
+    channel: Channel,
+    store: str,
+    conversation: Conversation,
+    hermes_sessions: dict[str, dict[str, Any]],
+    rows: list[Planned],
+    fingerprints: dict[str, str],
+) -> Outcome:
+    """Write one conversation (all links) and record its links, in one transaction."""
+    infer(conversation, rows)
+    tip = hermes_sessions[conversation.tip]
+    root = hermes_sessions[conversation.root]
+    outcome = Outcome()
+    with transaction.atomic(), _keeping_timestamps():
+        link = (
+            ImportedSession.objects.filter(store=store, hermes_id__in=conversation.links)
+            .select_related("session")
+            .first()
+        )
+        if link is None:
+            model = tip.get("model") or ""
+            window, source = resolve_window(model, None)
+            session = Session.objects.create(
+                channel=channel,
+                model=model[:200],
+                context_window=window,
+                context_window_source=source,
+                title=(tip.get("title") or "")[:300],
+                created_at=_when(root.get("started_at")) or dt.datetime.now(tz=dt.UTC),
+            )
+            outcome.created = True
+        else:
+            session = Session.objects.select_for_update().get(pk=link.session_id)
+        existing = {
+            hermes_id: pk
+            for pk, hermes_id in Message.objects.filter(session=session, origin__isnull=False)
+            .values_list("pk", "origin__id")
+            .iterator()
+            if hermes_id is not None
+        }
+        if outcome.created and tip.get("prompt"):
+            Message.objects.create(
+                session=session,
+                position=0,
+                role=Message.Role.SYSTEM,
+                content=tip["prompt"],
+                origin={"system": "hermes", "session": conversation.tip, "system_prompt": True},
+                token_count=tokens.count_message(
+                    {"role": "system", "content": tip["prompt"]}, session.model
+                ),
+                created_at=session.created_at,
+            )
+        position = Message.objects.filter(session=session).aggregate(p=Max("position"))["p"]
+        position = -1 if position is None else position
+        ids = dict(existing)
+        new = [r for r in rows if r.hermes_id not in existing]
+        # Summaries first, newest first: an older summary may be archived under a newer one.
+        positions = {}
+        for row in new:
+            position += 1
+            positions[row.hermes_id] = position
+        for row in sorted((r for r in new if r.summary), key=lambda r: -r.hermes_id):
+            message = _message(session, row, positions[row.hermes_id], ids)
+            message.continues_id = None  # set below, once what it continues exists
+            message.save(force_insert=True)
+            ids[row.hermes_id] = message.pk
+        batch: list[Message] = []
+        pending: set[int] = set()
+        for row in new:
+            if row.summary:
+                continue
+            if len(batch) >= BATCH or (row.continues in pending):
+                _flush(batch, ids)
+                pending.clear()
+            batch.append(_message(session, row, positions[row.hermes_id], ids))
+            pending.add(row.hermes_id)
+        _flush(batch, ids)
+        outcome.updated_rows = _reconcile(session, rows, ids, existing)
+        for row in new:
+            outcome.kinds[("summary " if row.summary else "") + row.kind] += 1
+        _finish(session, conversation, hermes_sessions, store, fingerprints)
+    return outcome
+
+
+def _flush(batch: list[Message], ids: dict[int, int]) -> None:
+    if not batch:
+        return
+    created = Message.objects.bulk_create(batch)
+    for message in created:
+        ids[message.origin["id"]] = message.pk
+    batch.clear()
+
+
+def _reconcile(
+    session: Session, rows: list[Planned], ids: dict[int, int], existing: dict[int, int]
+) -> int:
+    """Bring every row to its planned state: links of new summaries, and existing rows whose
+    kind Hermes changed since the last run."""
+    wanted = {}
+    for row in rows:
+        wanted[ids[row.hermes_id]] = (
+            _flags(row),
+            ids.get(row.summarized_by) if row.summarized_by else None,
+            ids.get(row.continues) if row.continues else None,
+            row.kind,
+        )
+    changed = []
+    stored = Message.objects.filter(pk__in=list(wanted)).only(
+        "pk", "active", "compressed", "summarized_by", "continues", "archive_reason"
+    )
+    for message in stored.iterator(chunk_size=BATCH):
+        flags, summary, continues, kind = wanted[message.pk]
+        state = (message.active, message.compressed, message.summarized_by_id, message.continues_id)
+        goal = (flags["active"], flags["compressed"], summary, continues)
+        if state == goal:
+            continue
+        message.active, message.compressed = flags["active"], flags["compressed"]
+        message.summarized_by_id, message.continues_id = summary, continues
+        if kind == ARCHIVED and message.archive_reason is None:
+            message.archive_reason = Message.ArchiveReason.COMPRESSION
+        if kind != LIVE:
+            message.token_count = 0
+        changed.append(message)
+    Message.objects.bulk_update(
+        changed,
+        ["active", "compressed", "summarized_by", "continues", "archive_reason", "token_count"],
+        batch_size=500,
+    )
+    return len([m for m in changed if m.pk in existing.values()])
+
+
+def _finish(
+    session: Session,
+    conversation: Conversation,
+    hermes_sessions: dict[str, dict[str, Any]],
+    store: str,
+    fingerprints: dict[str, str],
+) -> None:
+    """Counters, summary ranges, guard state and the record of each link."""
+    tip = hermes_sessions[conversation.tip]
+    summaries = Message.objects.filter(session=session, is_summary=True)
+    ranges = {
+        row["summarized_by"]: (row["low"], row["high"])
+        for row in Message.objects.filter(session=session, summarized_by__isnull=False)
+        .values("summarized_by")
+        .annotate(low=Min("position"), high=Max("position"))
+    }
+    for summary in summaries.only("pk", "covers_from_position", "covers_to_position"):
+        low, high = ranges.get(summary.pk, (None, None))
+        if (summary.covers_from_position, summary.covers_to_position) != (low, high):
+            summary.covers_from_position, summary.covers_to_position = low, high
+            summary.save(update_fields=["covers_from_position", "covers_to_position"])
+    stats = Message.objects.filter(session=session).aggregate(
+        total=Count("id"),
+        live=Count("id", filter=Q(active=True)),
+        tokens=Sum("token_count", filter=Q(active=True)),
+        last=Max("position"),
+        newest=Max("created_at"),
+    )
+    Session.objects.filter(pk=session.pk).update(
+        external_id=conversation.tip,
+        title=(tip.get("title") or session.title or "")[:300],
+        live_messages=stats["live"] or 0,
+        live_tokens=stats["tokens"] or 0,
+        total_messages=stats["total"] or 0,
+        next_position=(stats["last"] + 1) if stats["last"] is not None else 0,
+        compressions=summaries.count(),
+        cooldown_until=_when(tip.get("compression_failure_cooldown_until")),
+        failure_streak=int(tip.get("compression_fallback_streak") or 0),
+        ineffective_streak=int(tip.get("compression_ineffective_count") or 0),
+        last_activity_at=stats["newest"] or session.created_at,
+    )
+    notes = "\n".join(conversation.notes)
+    for hermes_id in conversation.links:
+        ImportedSession.objects.update_or_create(
+            store=store,
+            hermes_id=hermes_id,
+            defaults={
+                "session": session,
+                "conversation_root": conversation.root,
+                "fingerprint": fingerprints.get(hermes_id, "0:0:0:0"),
+                "notes": notes,
+            },
+        )

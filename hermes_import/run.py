@@ -1,0 +1,218 @@
+"""``import_hermes`` end to end: find the store, read its config and memories, import each
+conversation Hermes changed since the last run, and say what happened."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.db import DatabaseError
+
+from hermes_import.importer import import_conversation
+from hermes_import.mapping import Conversation, conversations, plan_row
+from hermes_import.models import ImportedSession
+from hermes_import.reader import HermesReadError, HermesStore
+from hermes_site.config import ConfigError, parse_config
+from sessions_app.models import Channel
+
+MEMORY_DELIMITER = "\n§\n"
+
+
+class ImportError_(Exception):
+    """Nothing can be imported; the message says why."""
+
+
+@dataclass
+class Report:
+    store: str = ""
+    schema: str = ""
+    conversations: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    failed: list[str] = field(default_factory=list)
+    kinds: Counter = field(default_factory=Counter)
+    chains_joined: int = 0
+    links_joined: int = 0
+    skipped: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    config: list[str] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    def lines(self) -> list[str]:
+        verb = "would import" if self.dry_run else "imported"
+        out = [
+            f"Hermes store: {self.store} ({self.schema})",
+            f"Conversations: {self.conversations} -- {self.created} new, {self.updated} updated, "
+            f"{self.unchanged} unchanged" + (f", {len(self.failed)} failed" if self.failed else ""),
+            f"Rotation chains joined: {self.chains_joined} ({self.links_joined} Hermes sessions)",
+            f"Messages {verb} by kind: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.kinds.items())) or "none"),
+            f"Rows skipped or changed: {len(self.skipped)}",
+        ]
+        out += [f"  {line}" for line in self.skipped[:50]]
+        if len(self.skipped) > 50:
+            out.append(f"  ... and {len(self.skipped) - 50} more")
+        out += [f"Failed: {line}" for line in self.failed]
+        out += [f"Note: {line}" for line in self.notes]
+        out += self.config + self.memories
+        return out
+
+
+def locate(path: Path, profile: str | None) -> tuple[Path, Path | None]:
+    """(state.db, the home it belongs to or None)."""
+    path = path.expanduser()
+    if profile:
+        if not path.is_dir():
+            raise ImportError_(f"{path}: --profile needs a Hermes home folder, not a file")
+        path = path / "profiles" / profile
+        if not path.is_dir():
+            raise ImportError_(f"{path}: no such profile")
+    if path.is_dir():
+        db = path / "state.db"
+        if not db.is_file():
+            raise ImportError_(f"{path}: no state.db here (is this a Hermes home?)")
+        return db, path
+    if not path.exists():
+        raise ImportError_(f"{path}: no such file or folder")
+    return path, None
+
+
+def read_memories(home: Path | None) -> list[str]:
+    if home is None:
+        return []
+    out = []
+    for name in ("MEMORY.md", "USER.md"):
+        file = home / "memories" / name
+        if not file.is_file():
+            continue
+        try:
+            text = file.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            out.append(f"Memories: {name} could not be read ({exc})")
+            continue
+        entries = [e.strip() for e in text.split(MEMORY_DELIMITER) if e.strip()]
+        out.append(
+            f"Memories: {name} has {len(entries)} entries ({len(text)} characters); not imported "
+            "-- this service stores conversations, not an agent's memory; the file stays put"
+        )
+    return out
+
+
+def read_config(home: Path | None) -> list[str]:
+    if home is None or not (home / "config.yaml").is_file():
+        return []
+    file = home / "config.yaml"
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return [f"Config: {file} is not valid YAML ({first}); sessions are imported anyway"]
+    adapted: list[Any] = []
+    try:
+        parse_config(data, str(file), adapted=adapted)
+    except ConfigError as exc:
+        return [f"Config: {file} would not start the service:\n  {exc}"]
+    changes = adapted[0]
+    out = [f"Config: {file} starts this service as it is (HERMES_CONFIG={file})"]
+    out += [f"  mapped: {line}" for line in changes.moved]
+    if changes.unused:
+        out.append(f"  accepted, not used here: {', '.join(changes.unused)}")
+    out.append(f"  sections for Hermes Agent alone, ignored: {len(changes.foreign_sections)}")
+    out += [f"  note: {line}" for line in changes.notes]
+    return out
+
+
+def run(
+    path: Path,
+    *,
+    channel_name: str = "hermes",
+    profile: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    db, home = locate(path, profile)
+    try:
+        store = HermesStore(db)
+    except HermesReadError as exc:
+        raise ImportError_(str(exc)) from None
+    report = Report(store=str(db), dry_run=dry_run)
+    report.schema = f"schema version {store.version}" if store.version else "no schema version"
+    report.config = read_config(home)
+    report.memories = read_memories(home)
+    try:
+        sessions = store.sessions()
+        prints = {sid: fp.key() for sid, fp in store.fingerprints().items()}
+    except Exception as exc:
+        raise ImportError_(f"{db}: cannot be read ({exc}); nothing was imported") from None
+    known = dict(
+        ImportedSession.objects.filter(store=store.identity).values_list("hermes_id", "fingerprint")
+    )
+    groups = conversations(sessions)
+    report.conversations = len(groups)
+    channel = None
+    if not dry_run:
+        channel, _ = Channel.objects.get_or_create(
+            name=channel_name, defaults={"description": "Imported from Hermes Agent"}
+        )
+    for done, conversation in enumerate(groups, 1):
+        if len(conversation.links) > 1:
+            report.chains_joined += 1
+            report.links_joined += len(conversation.links)
+        if all(known.get(s) == prints.get(s, "0:0:0:0") for s in conversation.links):
+            report.unchanged += 1
+        else:
+            _one(store, channel, conversation, sessions, prints, known, report, dry_run)
+        if progress:
+            progress(done, len(groups))
+    store.close()
+    return report
+
+
+def _one(
+    store: HermesStore,
+    channel: Channel | None,
+    conversation: Conversation,
+    sessions: dict[str, dict[str, Any]],
+    prints: dict[str, str],
+    known: dict[str, str],
+    report: Report,
+    dry_run: bool,
+) -> None:
+    name = f"conversation {conversation.tip}"
+    skipped: list[str] = []
+    try:
+        rows = [
+            planned
+            for row in store.messages(conversation.links)
+            if (planned := plan_row(row, skipped)) is not None
+        ]
+    except Exception as exc:
+        report.failed.append(f"{name}: its rows cannot be read ({exc}); skipped")
+        return
+    report.skipped += skipped
+    if dry_run:
+        from hermes_import.mapping import infer
+
+        infer(conversation, rows)
+        report.notes += [f"{name}: {n}" for n in conversation.notes]
+        new = any(s not in known for s in conversation.links)
+        report.created += new
+        report.updated += not new
+        for row in rows:
+            report.kinds[("summary " if row.summary else "") + row.kind] += 1
+        return
+    try:
+        outcome = import_conversation(channel, store.identity, conversation, sessions, rows, prints)
+    except DatabaseError as exc:
+        report.failed.append(f"{name}: not imported ({exc}); nothing of it was written")
+        return
+    report.notes += [f"{name}: {n}" for n in conversation.notes]
+    report.created += outcome.created
+    report.updated += not outcome.created
+    report.kinds.update(outcome.kinds)
