@@ -192,6 +192,20 @@ def test_every_planted_fact_is_found_with_its_kind(tmp_path, version):
     assert kinds("facttool", "branch") == ["live"]
 
 
+def test_an_imported_summary_is_sent_where_hermes_put_it_even_between_two_users(tmp_path):
+    """Hermes merged this summary into a user message that follows a user message (a rollback
+    left them adjacent); the live context replays it as stored, not re-placed."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    home.append(s, "user", "first")
+    home.append(s, "user", "again, after an undo")
+    home.append(s, "user", "[CONTEXT SUMMARY]: earlier work", summary=True)
+    home.append(s, "assistant", "reply")
+    home.close()
+    _import(tmp_path / "home")
+    assert live_context(_session(s)) == _hermes_context(tmp_path / "home" / "state.db", s)
+
+
 def test_summaries_record_what_they_replaced(tmp_path):
     home = HermesHome(tmp_path / "home")
     s = home.session()

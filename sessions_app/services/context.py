@@ -49,12 +49,18 @@ def place_summary(after: str | None, before: str | None) -> Placement:
 
 
 def _summary_run(rows: list[Message], start: int) -> int:
-    """The end of the run of summaries starting at ``start`` (rows carrying a provider's item,
-    which only that provider reads, stand alone)."""
+    """The end of the run of summaries starting at ``start``. Rows carrying a provider's item,
+    which only that provider reads, stand alone; so do imported summaries, which the system that
+    wrote them already placed (Hermes Agent merges a summary into a tail message where no role
+    fits) and which are sent as that system sent them."""
     end = start
-    while end < len(rows) and rows[end].is_summary and rows[end].provider_item is None:
+    while end < len(rows) and _placed_here(rows[end]):
         end += 1
     return end
+
+
+def _placed_here(row: Message) -> bool:
+    return row.is_summary and row.provider_item is None and row.origin is None
 
 
 def sent(rows: list[Message]) -> Iterator[tuple[Message, dict[str, Any]]]:
