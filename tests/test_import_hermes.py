@@ -436,3 +436,74 @@ def test_structured_content_is_decoded_into_parts():
         CONTENT_JSON_PREFIX + "{broken",
         None,
     )
+
+
+def _random_history(home: HermesHome, draw, steps: int) -> str:
+    """A Hermes conversation built from random operations in the order a user makes them."""
+    sid = home.session()
+    n = 0
+    for _ in range(steps):
+        op = draw("op")
+        n += 1
+        if op == "turn":
+            home.append(sid, "user", f"ask {n} zq{n}")
+            home.append(sid, "assistant", f"reply {n}")
+        elif op == "tool":
+            call = f"call_{n}"
+            home.append(sid, "user", f"run {n}")
+            home.append(
+                sid,
+                "assistant",
+                None,
+                tool_calls=[
+                    {"id": call, "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                ],
+            )
+            home.append(sid, "tool", f"output {n}", tool_call_id=call, tool_name="t")
+            home.append(sid, "assistant", f"done {n}")
+        elif op == "undo":
+            users = [r for r in home.active_rows(sid) if r["role"] == "user"]
+            if users:
+                home.rewind(sid, users[-1]["id"])
+        else:
+            rows = home.active_rows(sid)
+            head, tail = draw("head"), draw("tail")
+            if len(rows) < head + tail + 2:
+                continue
+            if op == "compact":
+                home.compact(sid, head=head, tail=tail, tail_count=draw("modern"))
+            else:
+                sid = home.rotate(sid, head=head, tail=tail)
+    return sid
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    choices = {
+        "op": ["turn"] * 5 + ["tool"] * 2 + ["undo", "compact", "compact", "rotate"],
+        "head": [0, 1, 2, 3],
+        "tail": [1, 2, 4, 6],
+        "modern": [True, False],
+    }
+    home = HermesHome(tmp_path / "home", rng.choice(VERSIONS))
+    tip = _random_history(home, lambda k: rng.choice(choices[k]), rng.randint(5, 120))
+    home.close()
+    _import(tmp_path / "home")
+    session = _session(tip)
+    assert live_context(session) == _hermes_context(tmp_path / "home" / "state.db", tip)
+    hermes = sqlite3.connect(tmp_path / "home" / "state.db")
+    total = hermes.execute("SELECT count(*) FROM messages").fetchone()[0]
+    system_rows = 1
+    assert Message.objects.filter(session=session).count() == total + system_rows
+    # Rolled back here is rolled back there, and nothing Hermes archived is live here.
+    for row_id, active, compacted in hermes.execute("SELECT id, active, compacted FROM messages"):
+        kind = Message.objects.get(session=session, origin__id=row_id).kind
+        if active and kind in ("live", "summary"):
+            continue
+        assert not active or kind == "archived"  # a rotated parent's live rows are archived
+        if not active and compacted:
+            assert kind == "archived"
+    assert "0 new, 0 updated, 1 unchanged" in _import(tmp_path / "home")
