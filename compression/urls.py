@@ -1,6 +1,6 @@
 from django.urls import path
 
-from compression.pages import views
+from compression.pages import export, views
 
 app_name = "console"
 urlpatterns = [
@@ -8,4 +8,5 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/", views.timeline, name="timeline"),
     path("sessions/<uuid:session_id>/compress/", views.compress, name="compress"),
     path("sessions/<uuid:session_id>/reset/", views.reset, name="reset"),
+    path("sessions/<uuid:session_id>/export.jsonl", export.export_session, name="export"),
 ]

@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0007_message_continues'),
+        ("sessions_app", "0007_message_continues"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='origin',
-            field=models.JSONField(blank=True, help_text="Where an imported row came from (the system, its ids) and the fields that system kept that are not part of an OpenAI message (a tool's name, reasoning); never sent to a model.", null=True),
+            model_name="message",
+            name="origin",
+            field=models.JSONField(
+                blank=True,
+                help_text="Where an imported row came from (the system, its ids) and the fields that system kept that are not part of an OpenAI message (a tool's name, reasoning); never sent to a model.",
+                null=True,
+            ),
         ),
     ]
