@@ -507,3 +507,20 @@ def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
         if not active and compacted:
             assert kind == "archived"
     assert "0 new, 0 updated, 1 unchanged" in _import(tmp_path / "home")
+
+
+def test_a_gateway_finds_an_imported_conversation_by_its_hermes_id(tmp_path, client):
+    from sessions_app.keys import create_channel
+
+    _, key = create_channel("hermes")
+    home, ids = _rich_home(tmp_path / "home", 31)
+    home.close()
+    _import(tmp_path / "home")
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {key.plaintext}"}
+    response = client.get(f"/api/v1/sessions?external_id={ids['chain_tip']}", **auth)
+    found = response.json()
+    assert response.status_code == 200, found
+    assert [s["external_id"] for s in found] == [ids["chain_tip"]]
+    context = client.get(f"/api/v1/sessions/{found[0]['id']}/context", **auth).json()
+    db = tmp_path / "home" / "state.db"
+    assert context["messages"] == _hermes_context(db, ids["chain_tip"])
