@@ -379,9 +379,24 @@ def test_a_truncated_store_is_refused(tmp_path):
     db = tmp_path / "home" / "state.db"
     data = db.read_bytes()
     db.write_bytes(data[: len(data) // 3])
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match="database disk image is malformed"):
         _import(tmp_path / "home")
-    assert Message.objects.count() == 0 or Session.objects.count() >= 0
+    assert Message.objects.count() == 0 and Session.objects.count() == 0
+
+
+def test_a_store_locked_by_a_writer_is_named_and_nothing_written(tmp_path):
+    home = HermesHome(tmp_path / "home")
+    home.conn.execute("PRAGMA journal_mode=DELETE")  # a store on a filesystem without WAL
+    s = home.session()
+    home.append(s, "user", "hello")
+    home.conn.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(CommandError, match="locked by another process"):
+            _import(tmp_path / "home")
+    finally:
+        home.conn.execute("ROLLBACK")
+        home.close()
+    assert Session.objects.count() == 0
 
 
 def test_bad_rows_are_named_and_the_rest_imports(tmp_path):
