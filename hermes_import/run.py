@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from hermes_import.importer import import_conversation
 from hermes_import.mapping import Conversation, conversations, plan_row
@@ -150,6 +150,11 @@ def run(
         prints = {sid: fp.key() for sid, fp in store.fingerprints().items()}
     except Exception as exc:
         raise ImportError_(f"{db}: cannot be read ({exc}); nothing was imported") from None
+    if connection.vendor == "sqlite":
+        # The import only appends: mapping the growing file would count every page it writes
+        # in this process's resident memory (they are the OS page cache's, but look like ours).
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA mmap_size=0")
     known = dict(
         ImportedSession.objects.filter(store=store.identity).values_list("hermes_id", "fingerprint")
     )
