@@ -255,6 +255,14 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["session", "active", "position"], name="msg_live_idx"),
+            # The live context, in the order it is sent, from an index that holds only live rows:
+            # reading it costs the same whatever the session has archived (Django writes
+            # active=True as a bare "active", which the composite index above cannot seek on).
+            models.Index(
+                fields=["session", "position", "-is_summary", "id"],
+                condition=Q(active=True),
+                name="msg_live_rows",
+            ),
             models.Index(fields=["summarized_by"], name="msg_summary_idx"),
             models.Index(
                 fields=["continues"],

@@ -1,0 +1,171 @@
+"""Reading the live context and appending a tool result, with a small and a huge archive.
+
+    .venv/bin/python bench/context.py [--archived 1000 1000000] [--live 1200] [--repeat 200]
+
+Two sessions with the same live rows (about ``--live``: turns with tool calls and results) and
+different archives (``--archived`` rows each, archived as a compression leaves them). Measured in
+one run on a real SQLite file with the service's settings: ``live_context`` (what ``GET
+/sessions/{id}/context`` sends) and appending an assistant tool call then its result through the
+service (the result is checked against the pending calls under the write lock). The baseline is
+the smallest archive; the target is the largest within 1.2x of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from _timing import median_us  # noqa: E402 - after the path is set
+
+
+def _setup(data_dir: Path) -> None:
+    config = data_dir / "hermes.yaml"
+    config.write_text(f"server:\n  data_dir: {data_dir}\n", encoding="utf-8")
+    os.environ["HERMES_CONFIG"] = str(config)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def _archive(session, count: int) -> None:
+    """``count`` archived rows at the start of the session, as a compression leaves them."""
+    from django.db import transaction
+
+    from sessions_app.models import Message, Session
+
+    with transaction.atomic():
+        batch = []
+        for i in range(count):
+            batch.append(
+                Message(
+                    session=session,
+                    position=i,
+                    role="user" if i % 2 == 0 else "assistant",
+                    content=f"archived message {i} about the deploy of service {i % 97}",
+                    active=False,
+                    compressed=True,
+                    archive_reason=Message.ArchiveReason.COMPRESSION,
+                )
+            )
+            if len(batch) == 5_000:
+                Message.objects.bulk_create(batch)
+                batch = []
+        Message.objects.bulk_create(batch)
+        Session.objects.filter(pk=session.pk).update(next_position=count, total_messages=count)
+    session.refresh_from_db()
+
+
+def _live(session, turns: int) -> None:
+    from sessions_app.services import append_messages
+
+    for t in range(turns):
+        call = f"call_{t}"
+        append_messages(
+            session,
+            [
+                {"role": "user", "content": f"question {t}"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {"name": "shell", "arguments": '{"cmd": "ls"}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": call, "content": f"file_{t}.py"},
+                {"role": "assistant", "content": f"answer {t}"},
+            ],
+            run_hooks=False,
+        )
+
+
+def measure(session, repeat: int) -> tuple[float, float]:
+    from sessions_app.services import append_messages, live_context
+
+    def read() -> None:
+        live_context(session)
+
+    counter = iter(range(10**9))
+
+    def append_result() -> None:
+        n = next(counter)
+        call = f"bench_{n}"
+        append_messages(
+            session,
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {"name": "shell", "arguments": "{}"},
+                        }
+                    ],
+                }
+            ],
+            run_hooks=False,
+        )
+        started = time.perf_counter()
+        append_messages(
+            session, [{"role": "tool", "tool_call_id": call, "content": "ok"}], run_hooks=False
+        )
+        timings.append(time.perf_counter() - started)
+
+    timings: list[float] = []
+    context_us = median_us(read, repeat)
+    for _ in range(repeat):
+        append_result()
+    timings.sort()
+    return context_us, timings[len(timings) // 2] * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archived", type=int, nargs="+", default=[1_000, 1_000_000])
+    parser.add_argument("--live", type=int, default=1_200)
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
+        _setup(Path(tmp))
+        from sessions_app.keys import create_channel
+        from sessions_app.services import open_session
+
+        channel, _ = create_channel("bench")
+        results = []
+        for archived in args.archived:
+            session = open_session(channel, model="gpt-4o").session
+            started = time.perf_counter()
+            _archive(session, archived)
+            _live(session, args.live // 4)
+            loaded = time.perf_counter() - started
+            context_us, append_us = measure(session, args.repeat)
+            results.append((archived, loaded, session.live_messages, context_us, append_us))
+    base = results[0]
+    print(f"{'measure':52}|{'value':>14}")
+    print("-" * 52 + "|" + "-" * 14)
+    for archived, loaded, live, context_us, append_us in results:
+        print(f"{f'archived rows {archived:,} (load {loaded:.0f} s)':52}|{live:>10,} live")
+        print(f"{'  live context read, µs (median)':52}|{context_us:>14,.0f}")
+        print(f"{'  tool-result append, µs (median)':52}|{append_us:>14,.0f}")
+        print(f"{'  context read vs smallest archive (x)':52}|{context_us / base[3]:>14.2f}")
+        print(f"{'  tool-result append vs smallest archive (x)':52}|{append_us / base[4]:>14.2f}")
+    print(f"{'load average (1 min)':52}|{os.getloadavg()[0]:>14.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The hot reads of a session's live rows seek an index that holds only live rows, in the order
+they are sent, so their cost does not grow with what the session has archived. The plans are
+checked here (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL) so they cannot regress."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+from sessions_app.services.context import live_rows
+from sessions_app.services.messages import pending_tool_calls
+
+
+@pytest.fixture
+def session(db):
+    channel = create_channel("plans")[0]
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys").session
+    services.append_messages(
+        session,
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        run_hooks=False,
+    )
+    return session
+
+
+def _plan(queryset) -> str:
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        # A tiny test table is cheaper to scan: ask whether the index can serve the query.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def _live_rows_query(session):
+    return Message.objects.filter(session=session, active=True).order_by(
+        "position", "-is_summary", "id"
+    )
+
+
+def test_the_live_context_reads_the_live_rows_index_without_sorting(session):
+    assert [m.pk for m in live_rows(session)] == [m.pk for m in _live_rows_query(session)]
+    plan = _plan(_live_rows_query(session))
+    assert "msg_live_rows" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+
+
+def test_finding_the_last_tool_call_reads_the_live_rows_index_backwards(session):
+    query = (
+        Message.objects.filter(session=session, active=True)
+        .exclude(role=Message.Role.TOOL)
+        .order_by("-position")
+    )
+    plan = _plan(query)
+    assert "msg_live_rows" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+    assert pending_tool_calls(session) == set()
+
+
+def test_the_answered_calls_of_a_tool_turn_read_the_live_rows_index(session):
+    query = Message.objects.filter(
+        session=session, active=True, role=Message.Role.TOOL, position__gt=1
+    ).values_list("tool_call_id", flat=True)
+    assert "msg_live_rows" in _plan(query)
