@@ -10,7 +10,6 @@ archived them, an ``/undo`` took them back) are updated; nothing is duplicated o
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,22 +38,6 @@ from sessions_app.models import Channel, Message, Session
 from sessions_app.services.sessions import resolve_window
 
 BATCH = 2_000
-
-
-@contextmanager
-def _wide_inserts():
-    """Django holds SQLite to 999 parameters a statement (the limit before SQLite 3.32), which
-    makes an import of a million rows some 30,000 INSERTs; 3.32 and later take 32,766."""
-    features = connection.features
-    if connection.vendor != "sqlite" or sqlite3.sqlite_version_info < (3, 32):
-        yield
-        return
-    saved = features.max_query_params
-    features.max_query_params = 32_766
-    try:
-        yield
-    finally:
-        features.max_query_params = saved
 
 
 @dataclass
@@ -138,7 +121,7 @@ def import_conversation(
     tip = hermes_sessions[conversation.tip]
     root = hermes_sessions[conversation.root]
     outcome = Outcome()
-    with transaction.atomic(), _keeping_timestamps(), _wide_inserts():
+    with transaction.atomic(), _keeping_timestamps():
         link = (
             ImportedSession.objects.filter(store=store, hermes_id__in=conversation.links)
             .select_related("session")
@@ -279,7 +262,19 @@ def _reconcile(
     if not wanted:
         return 0
     changed = []
-    fields = ("pk", "active", "compressed", "summarized_by", "continues", "archive_reason")
+    now = dt.datetime.now(tz=dt.UTC)
+    fields = (
+        "pk",
+        "active",
+        "compressed",
+        "summarized_by",
+        "continues",
+        "archive_reason",
+        "archived_at",
+        "rollback_reason",
+        "rolled_back_at",
+        "token_count",
+    )
     if existing:
         stored = Message.objects.filter(session=session).only(*fields).iterator(BATCH)
     else:
@@ -296,12 +291,26 @@ def _reconcile(
         message.summarized_by_id, message.continues_id = summary, continues
         if kind == ARCHIVED and message.archive_reason is None:
             message.archive_reason = Message.ArchiveReason.COMPRESSION
+            message.archived_at = message.archived_at or now
+        if kind == ROLLED_BACK and not message.rollback_reason:
+            message.rollback_reason = "hermes"
+            message.rolled_back_at = message.rolled_back_at or now
         if kind != LIVE:
             message.token_count = 0
         changed.append(message)
     Message.objects.bulk_update(
         changed,
-        ["active", "compressed", "summarized_by", "continues", "archive_reason", "token_count"],
+        [
+            "active",
+            "compressed",
+            "summarized_by",
+            "continues",
+            "archive_reason",
+            "archived_at",
+            "rollback_reason",
+            "rolled_back_at",
+            "token_count",
+        ],
         batch_size=500,
     )
     return len([m for m in changed if m.pk in existing.values()])

@@ -13,7 +13,7 @@ import yaml
 from django.db import DatabaseError, connection
 
 from hermes_import.importer import import_conversation
-from hermes_import.mapping import Conversation, conversations, plan_row
+from hermes_import.mapping import Conversation, conversations, infer, plan_row
 from hermes_import.models import ImportedSession
 from hermes_import.reader import HermesReadError, HermesStore
 from hermes_site.config import ConfigError, parse_config
@@ -202,8 +202,6 @@ def _one(
         return
     report.skipped += skipped
     if dry_run:
-        from hermes_import.mapping import infer
-
         infer(conversation, rows)
         report.notes += [f"{name}: {n}" for n in conversation.notes]
         new = any(s not in known for s in conversation.links)

@@ -539,3 +539,21 @@ def test_a_gateway_finds_an_imported_conversation_by_its_hermes_id(tmp_path, cli
     context = client.get(f"/api/v1/sessions/{found[0]['id']}/context", **auth).json()
     db = tmp_path / "home" / "state.db"
     assert context["messages"] == _hermes_context(db, ids["chain_tip"])
+
+
+def test_a_rerun_after_an_undo_takes_the_rows_back_here_too(tmp_path):
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    _chat(home, s, 3, "turn")
+    _import(tmp_path / "home")
+    last_user = [r for r in home.active_rows(s) if r["role"] == "user"][-1]["id"]
+    home.rewind(s, last_user)
+    home.close()
+    assert "1 updated" in _import(tmp_path / "home")
+    session = _session(s)
+    taken_back = Message.objects.filter(session=session, active=False, compressed=False)
+    assert taken_back.count() == 2
+    assert all(m.rollback_reason == "hermes" and m.rolled_back_at for m in taken_back)
+    assert live_context(session) == _hermes_context(tmp_path / "home" / "state.db", s)
+    session.refresh_from_db()
+    assert session.live_messages == 5  # the system prompt and two turns
