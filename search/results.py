@@ -19,10 +19,16 @@ MAX_SPANS = 50
 
 
 def _spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where the needles are. A needle that is part of a longer one found in the text is not
+    marked on its own: the query ``用Django写`` marks that whole phrase, not also a lone ``用``
+    in ``用户`` (its pieces are needles for texts that hold them apart)."""
     folded = fold(text)
+    targets = [fold(n) for n in needles]
+    present = [t for t in targets if t and t in folded]
     spans: list[tuple[int, int]] = []
-    for needle in needles:
-        target = fold(needle)
+    for target in targets:
+        if any(target != longer and target in longer for longer in present):
+            continue
         if len(target) < 2 and target.isascii():
             continue  # a lone Latin letter would light up every word
         start = folded.find(target)

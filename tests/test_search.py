@@ -469,3 +469,20 @@ def test_a_time_bound_without_a_zone_is_utc_beside_one_with_a_zone(gateway):
         "/search", q="yak", since="2999-01-01T00:00:00", until="2999-01-01T00:00:00Z"
     )
     assert response.status_code == 422  # the same instant: since is not before until
+
+
+def test_a_phrase_is_marked_whole_not_its_pieces_elsewhere():
+    from search.query import parse
+    from search.results import excerpt_html
+
+    text = "我们的用户用Django写了一个服务"
+    assert excerpt_html(text, parse("用Django写").needles) == (
+        "我们的用户<mark>用Django写</mark>了一个服务"
+    )
+    # Where the phrase is not in the text, its pieces still show why the row matched.
+    apart = excerpt_html("用 Python 还是 Django 写", parse("用Django写").needles)
+    assert "<mark>Django</mark>" in apart and "<mark>用</mark>" in apart
+    # Separate words are each marked.
+    assert excerpt_html("kubectl then apply", parse("kubectl apply").needles) == (
+        "<mark>kubectl</mark> then <mark>apply</mark>"
+    )
