@@ -109,6 +109,12 @@ class SearchOut(Schema):
     tried: list[str]
     hits: list[HitOut]
     has_more: bool
+    total: int = Field(
+        description="Messages that matched: exact when total_exact, else at least this many "
+        "(the indexes count up to their rank window; the scan to one past this page). A carried "
+        "copy and the row it repeats count as two and show as one."
+    )
+    total_exact: bool
     ranked_within: int | None = Field(
         description="Set when more messages matched than are ranked: BM25 then ranked only the "
         "newest this-many matches. Narrow the query or filter by session or time for older ones."
@@ -132,6 +138,8 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
         "index": result.index,
         "tried": result.tried,
         "has_more": result.has_more,
+        "total": result.total,
+        "total_exact": result.total_exact,
         "ranked_within": result.ranked_within,
         "limit": limit,
         "offset": offset,

@@ -40,6 +40,10 @@ class SearchResult:
     tried: list[str] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     has_more: bool = False
+    # How many messages matched: exact, or (total_exact false) at least this many -- the ranked
+    # indexes count up to their rank window, the scan to the end of this page and one more.
+    total: int = 0
+    total_exact: bool = True
     ranked_within: int | None = None  # set when ranking covered only the newest N matches
     lookup_seconds: float = 0.0  # routing, matching and ranking (what an unindexed scan does)
     total_seconds: float = 0.0  # including excerpts, windows and bookmarks
@@ -57,10 +61,12 @@ def _backend():
 
 def _run(
     route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float | None]], bool]:
+) -> tuple[list[tuple[int, float | None]], bool, int | None]:
+    """(hits, whether ranking was capped, how many matched -- None where the route cannot
+    count: the scan)."""
     backend = _backend()
     if route.index == "scan":
-        return backend.run_scan(route.like, filters, limit, offset), False
+        return backend.run_scan(route.like, filters, limit, offset), False, None
     # On PostgreSQL a failed statement aborts the whole transaction unless it ran in a savepoint;
     # on SQLite an atomic block would BEGIN IMMEDIATE, taking the write lock for a read.
     guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
@@ -71,7 +77,7 @@ def _run(
         # Quoting makes this unreachable for user text; if the index still objects, fall back
         # rather than fail the request.
         logger.exception("the %s index rejected %r; falling back", route.index, route.expression)
-        return [], False
+        return [], False, 0
 
 
 def search(
@@ -94,10 +100,12 @@ def search(
     found: list[tuple[int, float | None]] = []
     for route in parsed.routes:
         result.tried.append(route.index)
-        found, capped = _run(route, filters, limit + 1 + before, start)
-        if found or (offset and _run(route, filters, 1, 0)[0]):
+        found, capped, matched = _run(route, filters, limit + 1 + before, start)
+        if found or matched or (offset and matched is None and _run(route, filters, 1, 0)[0]):
             result.index = route.index
             result.ranked_within = filters.rank_window if capped else None
+            if matched is not None:
+                result.total, result.total_exact = matched, not capped
             break
     page = found[before : before + limit]
     edges = [pk for pk, _ in found[:before] + found[before + limit :]]
@@ -107,6 +115,9 @@ def search(
             tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
         )
     result.has_more = len(found) > before + limit or len(rolled) > limit
+    if result.index == "scan":
+        more = len(found) > before + limit
+        result.total, result.total_exact = offset + len(page) + more, not more
     result.lookup_seconds = time.perf_counter() - started
     ordered = [(pk, score, False) for pk, score in page]
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]

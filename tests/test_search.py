@@ -486,3 +486,27 @@ def test_a_phrase_is_marked_whole_not_its_pieces_elsewhere():
     assert excerpt_html("kubectl then apply", parse("kubectl apply").needles) == (
         "<mark>kubectl</mark> then <mark>apply</mark>"
     )
+
+
+def test_an_answer_says_how_many_messages_matched(db):
+    from sessions_app import services
+    from sessions_app.keys import create_channel
+
+    channel = create_channel("totals")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    services.append_messages(
+        session,
+        [{"role": "user", "content": f"zebra number {i} and ab{i}"} for i in range(30)],
+        run_hooks=False,
+    )
+    answer = search("zebra", limit=5)
+    assert (answer.total, answer.total_exact, len(answer.hits)) == (30, True, 5)
+    assert search("zebra", limit=5, offset=40).total == 30  # a page past the end still counts
+    capped = search("zebra", Filters(rank_window=10), limit=5)
+    assert (capped.total, capped.total_exact) == (10, False)  # "at least 10"
+    # The scan counts to one past the page.
+    scan = search("b1", limit=3)
+    assert scan.index == "scan"
+    assert (scan.total, scan.total_exact) == (4, False)
+    everything = search("b1", limit=50)
+    assert (everything.total, everything.total_exact) == (11, True)

@@ -40,8 +40,9 @@ def _tsquery(route: Route) -> tuple[str, list]:
 
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float | None]], bool]:
-    """Ranked hits among the newest ``rank_window`` matches, and whether the window was full."""
+) -> tuple[list[tuple[int, float | None]], bool, int]:
+    """Ranked hits among the newest ``rank_window`` matches, whether the window was full, and
+    how many matched (at most ``rank_window``)."""
     where, params = filters_sql(filters)
     if route.index == "trigram":
         match, match_params = _like_clauses(tuple(p for p, _ in route.phrases))
@@ -55,7 +56,7 @@ def run_fts(
             cursor.execute(sql, [*match_params, *params, *extra_params, filters.rank_window])
             candidates = [row[0] for row in cursor.fetchall()]
         page = [(pk, None) for pk in candidates[offset : offset + limit]]
-        return page, len(candidates) >= filters.rank_window
+        return page, len(candidates) >= filters.rank_window, len(candidates)
     query, query_params = _tsquery(route)
     vector = pg.vector(route.index)
     clauses = [INDEXED, f"{vector} @@ q.query", *where]
@@ -70,9 +71,16 @@ def run_fts(
     with connection.cursor() as cursor:
         cursor.execute(sql, [*query_params, *params, filters.rank_window, limit, offset])
         rows = cursor.fetchall()
+        if not rows and offset:
+            # A page past the end: the count still says how many there are.
+            cursor.execute(sql, [*query_params, *params, filters.rank_window, 1, 0])
+            first = cursor.fetchall()
+            count = first[0][2] if first else 0
+            return [], count >= filters.rank_window, count
     if not rows:
-        return [], False
-    return [(pk, float(score)) for pk, score, _ in rows], rows[0][2] >= filters.rank_window
+        return [], False, 0
+    count = rows[0][2]
+    return [(pk, float(score)) for pk, score, _ in rows], count >= filters.rank_window, count
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.

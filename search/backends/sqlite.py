@@ -30,9 +30,9 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
 
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float]], bool]:
-    """BM25-ranked hits, and whether ranking was limited to the newest ``filters.rank_window``
-    matches.
+) -> tuple[list[tuple[int, float]], bool, int]:
+    """BM25-ranked hits, whether ranking was limited to the newest ``filters.rank_window``
+    matches, and how many matched (at most ``rank_window``: phase 1 counts them anyway).
 
     FTS5 has no top-k pruning: ranking a word that matches 150,000 of a million rows scores every
     one of them (hundreds of milliseconds, as slow as a scan). So ranking is bounded: phase 1
@@ -65,7 +65,7 @@ def run_fts(
         )
         candidates = [row[0] for row in cursor.fetchall()]
         if not candidates:
-            return [], False
+            return [], False, 0
         oldest, newest = candidates[-1], candidates[0]
         recent = table(route.index, recent=True)
         for t, floor_check, floor_params in (
@@ -81,7 +81,7 @@ def run_fts(
             scored = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
             if scored or offset >= len(candidates):  # a page past the end is empty anywhere
                 break
-    return scored, len(candidates) >= filters.rank_window
+    return scored, len(candidates) >= filters.rank_window, len(candidates)
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.
