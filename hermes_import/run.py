@@ -17,6 +17,7 @@ from hermes_import.mapping import Conversation, conversations, infer, plan_row
 from hermes_import.models import ImportedSession
 from hermes_import.reader import HermesReadError, HermesStore
 from hermes_site.config import ConfigError, parse_config
+from sessions_app.analyze import analyze
 from sessions_app.models import Channel
 
 MEMORY_DELIMITER = "\n§\n"
@@ -176,6 +177,8 @@ def run(
         if progress:
             progress(done, len(groups))
     store.close()
+    if not dry_run and report.created + report.updated:
+        analyze()
     return report
 
 

@@ -85,7 +85,7 @@ def _describe(env: dict[str, str], *, write: bool = False) -> dict:
     return json.loads(_run(args, env).stdout.strip().splitlines()[-1])
 
 
-def _copy_and_compare(env: dict[str, str], url: str) -> None:
+def _copy_and_compare(env: dict[str, str], url: str) -> str:
     _run([sys.executable, "-c", POPULATE], env)
     before = _describe(env)
     out = _run([sys.executable, "manage.py", "copy_database", url], env).stdout
@@ -98,6 +98,7 @@ def _copy_and_compare(env: dict[str, str], url: str) -> None:
     assert before["permission"] == ["view_message", "sessions_app"]
     again = _run([sys.executable, "manage.py", "copy_database", url], env, check=False)
     assert again.returncode != 0 and "already holds data" in again.stderr
+    return out
 
 
 def test_copying_into_an_empty_sqlite_file_moves_every_row_and_verifies(tmp_path: Path):
@@ -115,7 +116,15 @@ def test_copying_into_postgresql_makes_a_working_database(tmp_path: Path):
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
         with isolated_env(tmp_path) as env:
-            _copy_and_compare(env, POSTGRES.rsplit("/", 1)[0] + f"/{name}")
+            out = _copy_and_compare(env, POSTGRES.rsplit("/", 1)[0] + f"/{name}")
+        assert "Analyzed the copied tables" in out
+        import psycopg
+
+        with psycopg.connect(POSTGRES.rsplit("/", 1)[0] + f"/{name}") as target:
+            stats = target.execute(
+                "SELECT count(*) FROM pg_stats WHERE tablename = 'sessions_app_message'"
+            ).fetchone()[0]
+        assert stats > 0  # the planner has statistics from the first query on
     finally:
         with _admin_connection(POSTGRES) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -7,6 +7,7 @@ from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
 from search import fts, pg
+from sessions_app.analyze import analyze
 
 
 class Command(BaseCommand):
@@ -60,6 +61,7 @@ class Command(BaseCommand):
                 cursor.execute(f"REINDEX INDEX CONCURRENTLY {name}")
             invalid = pg.invalid_indexes(cursor)
             expected = pg.indexed_count(cursor)
+        analyze()  # fresh statistics for the rebuilt indexes' tables
         if invalid:
             raise CommandError(
                 f"Indexes {', '.join(invalid)} are not valid after the rebuild; drop them and run "

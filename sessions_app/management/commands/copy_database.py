@@ -24,6 +24,8 @@ from django.core.management.color import no_style
 from django.db import DatabaseError, connections, models, transaction
 from tqdm import tqdm
 
+from sessions_app.analyze import analyze
+
 TARGET = "copy_target"
 SKIPPED = {
     "contenttypes.contenttype",  # created by migrate on the target; mapped by natural key
@@ -158,6 +160,8 @@ class Command(BaseCommand):
                 totals.append((model, copied))
         self._reset_sequences([m for m, _ in totals])
         self._verify(totals)
+        if analyze(TARGET, tuple(m._meta.db_table for m, _ in totals)):
+            self.stdout.write("Analyzed the copied tables (fresh statistics for the planner).")
 
     def _remaps(self) -> dict[type[models.Model], dict]:
         """Source id -> target id for the rows migrate created on both sides."""
