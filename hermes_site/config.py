@@ -250,6 +250,9 @@ class SearchConfig(_Block):
 
     rank_window: Annotated[int, Field(ge=100, le=1_000_000)] = 1_000
     scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
+    # The scan reads scan_rows at a time, newest first, and goes on to older ones for this long;
+    # an answer it cut short says how far it reached and how to continue.
+    scan_seconds: Annotated[float, Field(ge=0, le=60)] = 0.5
     # SQLite: the newest this-many messages are also in small "recent" indexes that rank a
     # common term's newest matches (FTS5's bm25() counts a term's matches across its table).
     recent_rows: Annotated[int, Field(ge=0, le=100_000_000)] = 200_000

@@ -41,6 +41,13 @@ class SearchQuery(Schema):
     window: int = Field(2, ge=0, le=20, description="Messages before and after each hit.")
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10_000)
+    before: int = Field(
+        None,
+        ge=1,
+        le=2**63 - 1,
+        description="Only messages older than this message id: continues a scan that stopped "
+        "(`next_before` of the previous answer).",
+    )
     model_config = ConfigDict(extra="forbid")
 
     @field_validator("since", "until")
@@ -115,6 +122,14 @@ class SearchOut(Schema):
         "copy and the row it repeats count as two and show as one."
     )
     total_exact: bool
+    scan_reached: int | None = Field(
+        description="Set when the scan (the answer of last resort) stopped before reading every "
+        "message: the oldest message id it read. Older messages were not searched."
+    )
+    next_before: int | None = Field(
+        description="Pass as `before` to go on searching older messages; null when nothing is "
+        "left unread."
+    )
     ranked_within: int | None = Field(
         description="Set when more messages matched than are ranked: BM25 then ranked only the "
         "newest this-many matches. Narrow the query or filter by session or time for older ones."
@@ -140,6 +155,8 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
         "has_more": result.has_more,
         "total": result.total,
         "total_exact": result.total_exact,
+        "scan_reached": result.scan_reached,
+        "next_before": result.next_before,
         "ranked_within": result.ranked_within,
         "limit": limit,
         "offset": offset,
@@ -180,6 +197,7 @@ def search_messages(request: HttpRequest, query: Query[SearchQuery]):
         kind=query.kind,
         since=query.since,
         until=query.until,
+        before_id=query.before,
     )
     try:
         result = search(

@@ -17,8 +17,10 @@ class Filters:
     until: datetime | None = None
     include_rolled_back: bool = False  # operators only
     # None: the configured search.scan_rows / search.rank_window.
-    scan_rows: int | None = None  # the bounded scan looks at most at this many newest rows
+    scan_rows: int | None = None  # the scan reads the newest rows this many at a time
     rank_window: int | None = None  # BM25 ranks at most this many newest matches
+    scan_seconds: float | None = None  # the scan goes on to older chunks for this long
+    before_id: int | None = None  # only messages older than this one (a scan's continuation)
 
     def resolved(self) -> Filters:
         from dataclasses import replace
@@ -30,6 +32,9 @@ class Filters:
             self,
             scan_rows=self.scan_rows or config.scan_rows,
             rank_window=self.rank_window or config.rank_window,
+            scan_seconds=self.scan_seconds
+            if self.scan_seconds is not None
+            else config.scan_seconds,
         )
 
 

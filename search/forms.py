@@ -29,6 +29,7 @@ class SearchForm(forms.Form):
     include_rolled_back = forms.BooleanField(required=False, label="include rolled-back rows")
     window = forms.IntegerField(required=False, min_value=0, max_value=20, initial=2)
     page = forms.IntegerField(required=False, min_value=1, max_value=500, initial=1)
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def clean_q(self) -> str:
         value = self.cleaned_data["q"]

@@ -45,6 +45,10 @@ class SearchResult:
     total: int = 0
     total_exact: bool = True
     ranked_within: int | None = None  # set when ranking covered only the newest N matches
+    # The scan stopped at this id before reading everything (its time box ran out); continue
+    # with before=next_before to read older messages.
+    scan_reached: int | None = None
+    next_before: int | None = None
     lookup_seconds: float = 0.0  # routing, matching and ranking (what an unindexed scan does)
     total_seconds: float = 0.0  # including excerpts, windows and bookmarks
 
@@ -59,25 +63,30 @@ def _backend():
     return sqlite
 
 
-def _run(
-    route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float | None]], bool, int | None]:
-    """(hits, whether ranking was capped, how many matched -- None where the route cannot
-    count: the scan)."""
+@dataclass
+class _Answer:
+    found: list[tuple[int, float | None]]
+    capped: bool = False  # ranking covered only the rank window
+    matched: int | None = None  # how many matched (None: the scan, which cannot count)
+    reached: int | None = None  # the scan stopped here (the oldest id it read)
+
+
+def _run(route: Route, filters: Filters, limit: int, offset: int) -> _Answer:
     backend = _backend()
     if route.index == "scan":
-        return backend.run_scan(route.like, filters, limit, offset), False, None
+        scan = backend.run_scan(route.like, filters, limit, offset)
+        return _Answer(scan.hits, reached=scan.reached)
     # On PostgreSQL a failed statement aborts the whole transaction unless it ran in a savepoint;
     # on SQLite an atomic block would BEGIN IMMEDIATE, taking the write lock for a read.
     guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
     try:
         with guard:
-            return backend.run_fts(route, filters, limit, offset)
+            return _Answer(*backend.run_fts(route, filters, limit, offset))
     except DatabaseError:
         # Quoting makes this unreachable for user text; if the index still objects, fall back
         # rather than fail the request.
         logger.exception("the %s index rejected %r; falling back", route.index, route.expression)
-        return [], False, 0
+        return _Answer([], matched=0)
 
 
 def search(
@@ -97,27 +106,41 @@ def search(
     # only to tell whether a row's carried copy sits just across the page's edge.
     start = max(0, offset - 1)
     before = offset - start
-    found: list[tuple[int, float | None]] = []
+    answer = _Answer([])
     for route in parsed.routes:
         result.tried.append(route.index)
-        found, capped, matched = _run(route, filters, limit + 1 + before, start)
-        if found or matched or (offset and matched is None and _run(route, filters, 1, 0)[0]):
+        answer = _run(route, filters, limit + 1 + before, start)
+        last = route.index == "scan"
+        if answer.found or answer.matched or (last and answer.reached is not None):
             result.index = route.index
-            result.ranked_within = filters.rank_window if capped else None
-            if matched is not None:
-                result.total, result.total_exact = matched, not capped
+            result.ranked_within = filters.rank_window if answer.capped else None
+            if answer.matched is not None:
+                result.total, result.total_exact = answer.matched, not answer.capped
             break
+    found = answer.found
     page = found[before : before + limit]
     edges = [pk for pk, _ in found[:before] + found[before + limit :]]
     rolled: list[tuple[int, float | None]] = []
     if filters.include_rolled_back and parsed.terms:
-        rolled = _backend().run_scan(
-            tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
+        rolled = (
+            _backend()
+            .run_scan(
+                tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
+            )
+            .hits
         )
     result.has_more = len(found) > before + limit or len(rolled) > limit
     if result.index == "scan":
         more = len(found) > before + limit
-        result.total, result.total_exact = offset + len(page) + more, not more
+        result.total, result.total_exact = (
+            offset + len(page) + more,
+            not more and (answer.reached is None),
+        )
+        if answer.reached is not None and not more:
+            # Cut short by its time box: older rows were not read. Continue below.
+            result.scan_reached = answer.reached
+            result.next_before = answer.reached
+            result.has_more = True
     result.lookup_seconds = time.perf_counter() - started
     ordered = [(pk, score, False) for pk, score in page]
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]

@@ -26,6 +26,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
             since=data.get("since"),
             until=data.get("until"),
             include_rolled_back=data.get("include_rolled_back", False),
+            before_id=data.get("before"),
         )
         window = data.get("window")
         try:
@@ -44,5 +45,11 @@ def search_page(request: HttpRequest) -> HttpResponse:
         context["next_query"] = params.urlencode()
         params["page"] = page - 1
         context["prev_query"] = params.urlencode()
+        result = context["result"]
+        if result is not None and result.next_before is not None:
+            older = request.GET.copy()
+            older["before"] = result.next_before
+            older["page"] = 1
+            context["older_query"] = older.urlencode()
     status = 400 if form.is_bound and not form.is_valid() else 200
     return render(request, "search/search.html", context, status=status)

@@ -510,3 +510,62 @@ def test_an_answer_says_how_many_messages_matched(db):
     assert (scan.total, scan.total_exact) == (4, False)
     everything = search("b1", limit=50)
     assert (everything.total, everything.total_exact) == (11, True)
+
+
+def _many(count: int, planted: dict[int, str]) -> list[int]:
+    from sessions_app import services
+    from sessions_app.keys import create_channel
+
+    channel = create_channel(f"scan-{count}")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    rows = [{"role": "user", "content": planted.get(i, f"filler {i}")} for i in range(count)]
+    services.append_messages(session, rows, run_hooks=False)
+    return list(
+        Message.objects.filter(session=session).order_by("position").values_list("pk", flat=True)
+    )
+
+
+def test_the_scan_goes_on_to_older_chunks_and_finds_the_oldest_row(db):
+    ids = _many(3_000, {5: "an old xzqy fragment"})
+    # Chunks of 1,000 rows with time to spare: one answer reads them all.
+    answer = search("zq", Filters(scan_rows=1_000, scan_seconds=30))
+    assert answer.index == "scan"
+    assert [h.message.pk for h in answer.hits] == [ids[5]]
+    assert (answer.scan_reached, answer.next_before, answer.has_more) == (None, None, False)
+    assert (answer.total, answer.total_exact) == (1, True)
+
+
+def test_a_scan_out_of_time_says_how_far_it_read_and_continues_below(db):
+    ids = _many(3_000, {5: "an old xzqy fragment"})
+    first = search("zq", Filters(scan_rows=1_000, scan_seconds=0))
+    assert first.hits == [] and first.index == "scan"
+    assert first.scan_reached == first.next_before == ids[-1] + 1 - 1_000
+    assert first.has_more and not first.total_exact
+    cursor, seen = first.next_before, []
+    while cursor is not None:
+        page = search("zq", Filters(scan_rows=1_000, scan_seconds=0, before_id=cursor))
+        seen += [h.message.pk for h in page.hits]
+        cursor = page.next_before
+    assert seen == [ids[5]]
+
+
+def test_the_api_continues_a_scan_with_before(gateway):
+    sid = gateway.open()["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "xzqy a"}]})
+    body = gateway.get("/search", q="zq").json()
+    assert body["index"] == "scan" and body["next_before"] is None
+    assert body["scan_reached"] is None and len(body["hits"]) == 1
+    older = gateway.get("/search", q="zq", before=body["hits"][0]["message"]["id"]).json()
+    assert older["hits"] == []
+    assert gateway.get("/search", q="zq", before=0).status_code == 422
+
+
+def test_the_search_page_offers_to_search_older_messages(admin_client, hermes_config):
+    hermes_config(search={"scan_rows": 1_000, "scan_seconds": 0})
+    ids = _many(2_500, {3: "an old xzqy fragment"})
+    page = admin_client.get("/console/search/", {"q": "zq"}).content.decode()
+    assert "The scan stopped at message" in page and "search older messages" in page
+    cursor = ids[-1] + 1 - 1_000
+    assert f"before={cursor}" in page
+    older = admin_client.get("/console/search/", {"q": "zq", "before": ids[10]}).content.decode()
+    assert "xzqy" in older and "search older messages" not in older

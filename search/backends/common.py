@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.db import connection
 
@@ -46,7 +48,20 @@ def filters_sql(filters: Filters) -> tuple[list[str], list]:
     if filters.until is not None:
         where.append("m.created_at < %s")
         params.append(connection.ops.adapt_datetimefield_value(filters.until))
+    if filters.before_id is not None:
+        where.append("m.id < %s")
+        params.append(filters.before_id)
     return where, params
+
+
+@dataclass
+class Scan:
+    """A scan's hits and how far it read: ``reached`` is the oldest id it examined (None: it
+    read everything the filters allow), ``exhausted`` whether nothing older is left."""
+
+    hits: list[tuple[int, None]]
+    reached: int | None
+    exhausted: bool
 
 
 def run_scan(
@@ -57,22 +72,47 @@ def run_scan(
     offset: int,
     *,
     rolled_back: bool = False,
-) -> list[tuple[int, None]]:
-    """The answer of last resort, on either backend (``like_clauses`` is its substring match):
-    at most ``filters.scan_rows`` of the newest rows (a session's rows when one is given), so it
-    can never become a full-table scan."""
+) -> Scan:
+    """The answer of last resort, on either backend (``like_clauses`` is its substring match).
+
+    A session's rows are read whole. Otherwise the scan reads ``filters.scan_rows`` rows at a
+    time, newest first, and goes on to older chunks until it has the page (``offset + limit``
+    hits) or ``filters.scan_seconds`` have passed -- so no statement is ever a full-table scan,
+    and where it stops, the answer says so (``reached``) and can be continued below it
+    (``filters.before_id``)."""
     where, params = filters_sql(filters)
     likes, like_params = like_clauses(needles)
-    bound: list[str] = []
-    bound_params: list = []
-    if filters.session_id is None:
-        bound.append(f"m.id > (SELECT coalesce(max(id), 0) FROM {MESSAGE_TABLE}) - %s")
-        bound_params.append(filters.scan_rows)
-    clauses = [ROLLED_BACK if rolled_back else INDEXED, *bound, *where, *likes]
-    sql = (
-        f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
-        "ORDER BY m.id DESC LIMIT %s OFFSET %s"
-    )
+    kind = ROLLED_BACK if rolled_back else INDEXED
+    want = offset + limit
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*bound_params, *params, *like_params, limit, offset])
-        return [(row[0], None) for row in cursor.fetchall()]
+        if filters.session_id is not None:
+            sql = (
+                f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join([kind, *where, *likes])} "
+                "ORDER BY m.id DESC LIMIT %s OFFSET %s"
+            )
+            cursor.execute(sql, [*params, *like_params, limit, offset])
+            return Scan([(row[0], None) for row in cursor.fetchall()], None, True)
+        cursor.execute(f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}")
+        lowest, highest = cursor.fetchone()
+        if lowest is None:
+            return Scan([], None, True)
+        upper = min(filters.before_id or highest + 1, highest + 1)
+        deadline = time.monotonic() + (filters.scan_seconds or 0)
+        hits: list[int] = []
+        sql = (
+            f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE "
+            + " AND ".join([kind, "m.id >= %s", "m.id < %s", *where, *likes])
+            + " ORDER BY m.id DESC LIMIT %s"
+        )
+        reached = upper
+        while reached > lowest and len(hits) < want:
+            lower = max(reached - (filters.scan_rows or 200_000), lowest)
+            cursor.execute(sql, [lower, reached, *params, *like_params, want - len(hits)])
+            hits += [row[0] for row in cursor.fetchall()]
+            # A full page may have stopped inside the chunk: everything from its last hit up
+            # was read, the rest of the chunk not.
+            reached = hits[-1] if len(hits) >= want else lower
+            if time.monotonic() > deadline:
+                break
+    exhausted = reached <= lowest and len(hits) < want
+    return Scan([(pk, None) for pk in hits[offset:want]], None if exhausted else reached, exhausted)
