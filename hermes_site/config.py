@@ -395,7 +395,8 @@ def parse_config(
             "%s: accepted but not used by this service: %s", source, ", ".join(changes.unused)
         )
     if changes.foreign_sections:
-        logger.info(
+        # Ninety-odd sections of a full Hermes file: worth a line only when debugging.
+        logger.debug(
             "%s: sections for Hermes Agent alone, ignored here: %s",
             source,
             ", ".join(changes.foreign_sections),
