@@ -28,6 +28,9 @@ from hermes_import.format import (
 
 ROLES = ("system", "user", "assistant", "tool")
 LIVE, ARCHIVED, ROLLED_BACK = "live", "archived", "rolled_back"
+# Hermes keeps a handful of head messages (protect_first_n, 3 by default); looking further for
+# head copies only costs time on long runs of repeated text.
+MAX_HEAD = 64
 
 
 @dataclass
@@ -142,6 +145,17 @@ def _carried_text(carrier: Planned) -> str | None:
     return before.strip("\n")
 
 
+def _clean(value: Any) -> Any:
+    """NUL characters out of every string (PostgreSQL stores none, in text or JSON)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
 def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
     """One stored row decoded, or None (and a line in ``skipped``) for a row that is not a
     message of a conversation."""
@@ -155,9 +169,11 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
         return None
     origin: dict[str, Any] = {"system": "hermes", "session": row["session_id"], "id": row["id"]}
     text, parts = decode_content(row["content"])
-    if text is not None and "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
+    cleaned = _clean([text, parts, row["tool_calls"], row["tool_call_id"]])
+    if cleaned != [text, parts, row["tool_calls"], row["tool_call_id"]]:
         origin["repaired"] = "NUL bytes replaced with U+FFFD"
+    text, parts = cleaned[0], cleaned[1]
+    row = {**row, "tool_calls": cleaned[2], "tool_call_id": cleaned[3]}
     if any(type(v).__name__ == "Repaired" for v in (row["content"], row["tool_calls"])):
         origin["repaired"] = "invalid UTF-8 (a lone surrogate?) replaced with U+FFFD"
     tool_calls = None
@@ -185,7 +201,7 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
         "display_kind",
     ):
         if row.get(key) not in (None, ""):
-            origin[key] = row[key]
+            origin[key] = _clean(row[key])
     active, compacted = bool(row["active"]), bool(row["compacted"])
     kind = LIVE if active else ARCHIVED if compacted else ROLLED_BACK
     summary = bool(row["_compressed_summary"]) or (
@@ -210,7 +226,7 @@ def _head_count(rows: list[Planned], start: int, at: int) -> int:
     """How many rows just before ``rows[at]`` repeat, in order, the rows the generation before
     opened with (``rows[start:]``): the compaction's head copies."""
     best = 0
-    for m in range(1, (at - start) // 2 + 1):
+    for m in range(1, min(MAX_HEAD, (at - start) // 2) + 1):
         if all(_same(rows[at - m + k], rows[start + k]) for k in range(m)):
             best = m
     return best
@@ -221,6 +237,7 @@ def _match_tail(replaced: list[Planned], summary: Planned, after: list[Planned])
     that the rows after the summary repeat (the first of them inside a merged carrier). Rolled
     back rows that nothing repeats are left out of the run; matched originals that Hermes marked
     superseded (``compacted=0``) are archived, and each copy records the row it repeats."""
+    after = after[: len(replaced) + 1]  # copies of the tail come first; no more than it had
     carried = _carried_text(summary)
     copies_pool = [summary, *after] if carried is not None else after
     candidates = [

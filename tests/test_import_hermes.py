@@ -403,7 +403,9 @@ def test_bad_rows_are_named_and_the_rest_imports(tmp_path):
     home = HermesHome(tmp_path / "home")
     s = home.session()
     home.append(s, "user", "a NUL \x00 inside")
-    home.append(s, "assistant", "fine")
+    home.append(s, "assistant", "fine", reasoning="think\x00ing")
+    home.append(s, "user", [{"type": "text", "text": "a NUL\x00 in a part"}])
+    home.append(s, "assistant", "fine again")
     home.conn.execute(
         "INSERT INTO messages (session_id, role, content, timestamp) "
         "VALUES (?, 'user', CAST(x'6c6f6e6520eda080207375727267617465' AS TEXT), 1.0)",
@@ -428,6 +430,9 @@ def test_bad_rows_are_named_and_the_rest_imports(tmp_path):
     assert "parent session gone is not in the store" in report
     contents = list(Message.objects.filter(session=_session(s)).values_list("content", flat=True))
     assert "a NUL \ufffd inside" in contents and "last good row" in contents
+    assert "a NUL\ufffd in a part" in contents
+    reasoning = Message.objects.get(session=_session(s), content="fine").origin["reasoning"]
+    assert reasoning == "think\ufffding"
     assert any(c and "\ufffd" in c and c.startswith("lone") for c in contents)
     assert _session(orphan).messages.count() == 2
 
