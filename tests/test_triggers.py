@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -812,6 +813,11 @@ def test_a_turn_waits_for_a_slow_hygiene_compression_only_as_long_as_the_hold(
         sent = chat_model.requests[-1].body["messages"]
         assert not any(SUMMARY_PREFIX in (m["content"] or "") for m in sent)  # the old context
         summary = _wait_for_summary(sid)
+        # The hygiene thread goes on writing (its event, the guards) after the summary: let it
+        # finish, or a read of the in-memory test database meets its table lock.
+        for thread in threading.enumerate():
+            if thread.name == "hermes-hygiene":
+                thread.join(15)
     ask = Message.objects.get(session_id=sid, content="the next question")
     reply = Message.objects.get(session_id=sid, position=ask.position + 1)
     # Never a summary of what the turn appended: both stay live after it.
