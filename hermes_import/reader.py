@@ -201,6 +201,28 @@ class HermesStore:
             out[sid] = Fingerprint(rows, int(n_active or 0), int(n_compacted or 0), last)
         return out
 
+    def fingerprint_each(
+        self, session_ids: list[str]
+    ) -> tuple[dict[str, Fingerprint], dict[str, str]]:
+        """Fingerprints one session at a time, for a store the one-pass scan could not read (a
+        damaged page): the sessions whose rows can be read, and why the others cannot."""
+        active = "active" if "active" in self.columns["messages"] else "1"
+        compacted = "compacted" if "compacted" in self.columns["messages"] else "0"
+        sql = (
+            f"SELECT count(*), sum({active}), sum({compacted}), max(id) "  # noqa: S608
+            "FROM messages WHERE session_id = ?"
+        )
+        out, broken = {}, {}
+        for sid in session_ids:
+            try:
+                rows, n_active, n_compacted, last = self.conn.execute(sql, (sid,)).fetchone()
+            except sqlite3.DatabaseError as exc:
+                broken[sid] = str(exc)
+                continue
+            if rows:
+                out[sid] = Fingerprint(rows, int(n_active or 0), int(n_compacted or 0), last)
+        return out, broken
+
     def messages(self, session_ids: list[str]) -> Iterator[dict[str, Any]]:
         """The rows of these sessions in Hermes's canonical order: by id, never by timestamp."""
         select = self._select("messages", MESSAGE_DEFAULTS)

@@ -3,6 +3,7 @@ conversation Hermes changed since the last run, and say what happened."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,9 +149,15 @@ def run(
     report.memories = read_memories(home)
     try:
         sessions = store.sessions()
-        prints = {sid: fp.key() for sid, fp in store.fingerprints().items()}
-    except Exception as exc:
+    except sqlite3.DatabaseError as exc:
         raise ImportError_(f"{db}: cannot be read ({exc}); nothing was imported") from None
+    broken: dict[str, str] = {}
+    try:
+        fingerprints = store.fingerprints()
+    except sqlite3.DatabaseError:
+        # A damaged page: read the sessions one by one and leave out those it holds.
+        fingerprints, broken = store.fingerprint_each(list(sessions))
+    prints = {sid: fp.key() for sid, fp in fingerprints.items()}
     if connection.vendor == "sqlite":
         # The import only appends: mapping the growing file would count every page it writes
         # in this process's resident memory (they are the OS page cache's, but look like ours).
@@ -170,7 +177,13 @@ def run(
         if len(conversation.links) > 1:
             report.chains_joined += 1
             report.links_joined += len(conversation.links)
-        if all(known.get(s) == prints.get(s, "0:0:0:0") for s in conversation.links):
+        damaged = [s for s in conversation.links if s in broken]
+        if damaged:
+            report.failed.append(
+                f"conversation {conversation.tip}: the rows of session {damaged[0]} cannot be "
+                f"read ({broken[damaged[0]]}); skipped"
+            )
+        elif all(known.get(s) == prints.get(s, "0:0:0:0") for s in conversation.links):
             report.unchanged += 1
         else:
             _one(store, channel, conversation, sessions, prints, known, report, dry_run)
@@ -200,7 +213,7 @@ def _one(
             for row in store.messages(conversation.links)
             if (planned := plan_row(row, skipped)) is not None
         ]
-    except Exception as exc:
+    except sqlite3.DatabaseError as exc:  # a damaged page under this conversation's rows
         report.failed.append(f"{name}: its rows cannot be read ({exc}); skipped")
         return
     report.skipped += skipped

@@ -562,3 +562,35 @@ def test_a_rerun_after_an_undo_takes_the_rows_back_here_too(tmp_path):
     assert live_context(session) == _hermes_context(tmp_path / "home" / "state.db", s)
     session.refresh_from_db()
     assert session.live_messages == 5  # the system prompt and two turns
+
+
+def test_a_damaged_page_fails_only_the_conversations_it_holds(tmp_path):
+    home = HermesHome(tmp_path / "home")
+    sids = []
+    for n in range(6):
+        sid = home.session(title=f"conversation {n}")
+        _chat(home, sid, 60, f"conv{n} " + "words " * 60)
+        sids.append(sid)
+    home.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    # A leaf page of the messages table in the middle: the rows of the middle conversations.
+    leaves = [
+        page
+        for (page,) in home.conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' ORDER BY path"
+        )
+    ]
+    page_size = home.conn.execute("PRAGMA page_size").fetchone()[0]
+    home.conn.execute("PRAGMA journal_mode=DELETE")
+    home.close()
+    db = tmp_path / "home" / "state.db"
+    data = bytearray(db.read_bytes())
+    start = (leaves[len(leaves) // 2] - 1) * page_size
+    data[start : start + page_size] = b"\xde\xad" * (page_size // 2)
+    db.write_bytes(bytes(data))
+    with pytest.raises(CommandError, match="could not be imported"):
+        _import(tmp_path / "home")
+    imported = set(ImportedSession.objects.values_list("hermes_id", flat=True))
+    assert sids[0] in imported and sids[-1] in imported  # the rest came across
+    assert 1 <= len(set(sids) - imported) <= 2  # the damaged page holds one or two of them
+    for sid in imported:
+        assert live_context(_session(sid))[-1]["content"].startswith("conv")
