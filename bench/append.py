@@ -13,7 +13,6 @@ Measures, in one run:
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import tempfile
@@ -23,19 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _timing import median_us  # noqa: E402 - after the path is set
-
-
-def _setup(data_dir: Path) -> None:
-    config = data_dir / "hermes.yaml"
-    config.write_text(f"server:\n  data_dir: {data_dir}\n", encoding="utf-8")
-    os.environ["HERMES_CONFIG"] = str(config)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+from _timing import median_us, setup_service  # noqa: E402 - after the path is set
 
 
 def _messages(start: int, count: int) -> list[dict]:
@@ -58,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
-        _setup(Path(tmp))
+        setup_service(Path(tmp))
         from django.db import transaction
 
         from sessions_app import tokens

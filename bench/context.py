@@ -22,19 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _timing import median_us  # noqa: E402 - after the path is set
-
-
-def _setup(data_dir: Path) -> None:
-    config = data_dir / "hermes.yaml"
-    config.write_text(f"server:\n  data_dir: {data_dir}\n", encoding="utf-8")
-    os.environ["HERMES_CONFIG"] = str(config)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+from _timing import median_us, setup_service  # noqa: E402 - after the path is set
 
 
 def _archive(session, count: int) -> None:
@@ -141,7 +129,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
-        _setup(Path(tmp))
+        setup_service(Path(tmp))
         from sessions_app.keys import create_channel
         from sessions_app.services import open_session
 

@@ -38,6 +38,18 @@ from sessions_app.models import Channel, Message, Session
 from sessions_app.services.sessions import resolve_window
 
 BATCH = 2_000
+# What a later Hermes run can change about a row already imported: its kind and its links.
+RECONCILED = (
+    "active",
+    "compressed",
+    "summarized_by",
+    "continues",
+    "archive_reason",
+    "archived_at",
+    "rollback_reason",
+    "rolled_back_at",
+    "token_count",
+)
 
 
 @dataclass
@@ -263,18 +275,7 @@ def _reconcile(
         return 0
     changed = []
     now = dt.datetime.now(tz=dt.UTC)
-    fields = (
-        "pk",
-        "active",
-        "compressed",
-        "summarized_by",
-        "continues",
-        "archive_reason",
-        "archived_at",
-        "rollback_reason",
-        "rolled_back_at",
-        "token_count",
-    )
+    fields = ("pk", *RECONCILED)
     if existing:
         stored = Message.objects.filter(session=session).only(*fields).iterator(BATCH)
     else:
@@ -298,22 +299,9 @@ def _reconcile(
         if kind != LIVE:
             message.token_count = 0
         changed.append(message)
-    Message.objects.bulk_update(
-        changed,
-        [
-            "active",
-            "compressed",
-            "summarized_by",
-            "continues",
-            "archive_reason",
-            "archived_at",
-            "rollback_reason",
-            "rolled_back_at",
-            "token_count",
-        ],
-        batch_size=500,
-    )
-    return len([m for m in changed if m.pk in existing.values()])
+    Message.objects.bulk_update(changed, RECONCILED, batch_size=500)
+    known = set(existing.values())
+    return sum(1 for m in changed if m.pk in known)
 
 
 def _by_keys(keys: list[int], fields: tuple[str, ...]) -> Iterator[Message]:
