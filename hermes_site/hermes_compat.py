@@ -167,20 +167,6 @@ def _fold_legacy_summary(data: dict, adapted: Adapted) -> None:
     data["auxiliary"] = auxiliary
 
 
-def _set_aside(block: dict, where: str, ours: list[str], adapted: Adapted) -> dict:
-    """Keep our keys and near-misses of them (refused by the schema, with their names); set aside
-    Hermes's keys and anything else the service does not read, naming them."""
-    kept = {}
-    known_unused = UNUSED_KEYS.get(where, frozenset())
-    for key, value in block.items():
-        near_miss = key not in known_unused and difflib.get_close_matches(str(key), ours, 1, 0.75)
-        if key in ours or near_miss:
-            kept[key] = value
-        else:
-            adapted.unused.append(f"{where}.{key}")
-    return kept
-
-
 def _resolve_summariser(data: dict, adapted: Adapted) -> None:
     """Where Hermes names the summariser by provider rather than URL: ``main`` is the chat
     model's endpoint, a well-known provider its public endpoint. ``auto`` stays local here."""
@@ -217,18 +203,18 @@ def _resolve_summariser(data: dict, adapted: Adapted) -> None:
         )
 
 
-def _split_sections(
-    data: dict, ours: list[str], hermes: frozenset[str], where: str, adapted: Adapted
+def _keep(
+    block: dict, ours: list[str], known: frozenset[str], set_aside: list[str], where: str
 ) -> dict:
-    """Our sections, and near-misses of them that are not Hermes's (refused by the schema); the
-    rest set aside as Hermes's alone."""
+    """Our keys, and near-misses of them that are not keys Hermes has (the schema refuses those,
+    naming them); every other key is set aside, its dotted name added to ``set_aside``."""
     kept = {}
-    for key, value in data.items():
-        near_miss = key not in hermes and difflib.get_close_matches(str(key), ours, 1, 0.75)
+    for key, value in block.items():
+        near_miss = key not in known and difflib.get_close_matches(str(key), ours, 1, 0.75)
         if key in ours or near_miss:
             kept[key] = value
         else:
-            adapted.foreign_sections.append(f"{where}{key}")
+            set_aside.append(f"{where}{key}")
     return kept
 
 
@@ -241,25 +227,33 @@ def adapt(data: dict, ours: dict[str, list[str]]) -> tuple[dict, Adapted]:
     _fold_model(data, adapted)
     _fold_legacy_summary(data, adapted)
 
-    data = _split_sections(data, ours[""], HERMES_SECTIONS, "", adapted)
+    data = _keep(data, ours[""], HERMES_SECTIONS, adapted.foreign_sections, "")
 
     for where in ("model", "compression"):
         if isinstance(data.get(where), dict):
             block = {k: _expand(v) for k, v in data[where].items()}
             if where == "model":
                 _take_key_env(block, "model", adapted)
-            data[where] = _set_aside(block, where, ours[where], adapted)
+            data[where] = _keep(block, ours[where], UNUSED_KEYS[where], adapted.unused, f"{where}.")
     auxiliary = data.get("auxiliary")
     if isinstance(auxiliary, dict):
-        kept = _split_sections(
-            auxiliary, ours["auxiliary"], HERMES_AUXILIARY_KEYS, "auxiliary.", adapted
+        kept = _keep(
+            auxiliary,
+            ours["auxiliary"],
+            HERMES_AUXILIARY_KEYS,
+            adapted.foreign_sections,
+            "auxiliary.",
         )
         block = kept.get("compression")
         if isinstance(block, dict):
             block = {k: _expand(v) for k, v in block.items()}
             _take_key_env(block, "auxiliary.compression", adapted)
-            kept["compression"] = _set_aside(
-                block, "auxiliary.compression", ours["auxiliary.compression"], adapted
+            kept["compression"] = _keep(
+                block,
+                ours["auxiliary.compression"],
+                UNUSED_KEYS["auxiliary.compression"],
+                adapted.unused,
+                "auxiliary.compression.",
             )
         data["auxiliary"] = kept
         _resolve_summariser(data, adapted)
