@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ from django.db.models import (
 from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned, infer
 from hermes_import.models import ImportedSession
 from sessions_app import tokens
+from sessions_app.bulk import keeping_timestamps
 from sessions_app.models import Channel, Message, Session
 from sessions_app.services.sessions import resolve_window
 
@@ -68,20 +68,6 @@ def _when(epoch: float | None) -> dt.datetime | None:
         return dt.datetime.fromtimestamp(float(epoch), tz=dt.UTC)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-@contextmanager
-def _keeping_timestamps():
-    """Rows keep Hermes's timestamps: ``created_at`` is stamped on insert otherwise."""
-    fields = [Message._meta.get_field("created_at"), Session._meta.get_field("created_at")]
-    saved = [f.auto_now_add for f in fields]
-    try:
-        for f in fields:
-            f.auto_now_add = False
-        yield
-    finally:
-        for f, value in zip(fields, saved, strict=True):
-            f.auto_now_add = value
 
 
 def _flags(row: Planned) -> dict[str, Any]:
@@ -133,7 +119,7 @@ def import_conversation(
     tip = hermes_sessions[conversation.tip]
     root = hermes_sessions[conversation.root]
     outcome = Outcome()
-    with transaction.atomic(), _keeping_timestamps():
+    with transaction.atomic(), keeping_timestamps([Message, Session]):
         link = (
             ImportedSession.objects.filter(store=store, hermes_id__in=conversation.links)
             .select_related("session")
@@ -149,6 +135,8 @@ def import_conversation(
                 context_window_source=source,
                 title=(tip.get("title") or "")[:300],
                 created_at=_when(root.get("started_at")) or dt.datetime.now(tz=dt.UTC),
+                updated_at=dt.datetime.now(tz=dt.UTC),
+                last_activity_at=_when(tip.get("started_at")) or dt.datetime.now(tz=dt.UTC),
             )
             outcome.created = True
         else:

@@ -10,8 +10,7 @@ in again) and tasks still waiting in the ORM broker's queue (let the workers dra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import dj_database_url
@@ -25,6 +24,7 @@ from django.db import DatabaseError, connections, models, transaction
 from tqdm import tqdm
 
 from sessions_app.analyze import analyze
+from sessions_app.bulk import keeping_timestamps
 
 TARGET = "copy_target"
 SKIPPED = {
@@ -49,23 +49,6 @@ def _identity(settings: dict) -> tuple:
         str(settings.get("PORT") or ""),
         settings["NAME"],
     )
-
-
-@contextmanager
-def _keeping_timestamps(plan: list[type[models.Model]]) -> Iterator[None]:
-    """``auto_now`` / ``auto_now_add`` would stamp every copied row with the time of the copy;
-    the guards (cooldown, anti-thrash windows, idle sweep) and the timeline need the originals."""
-    changed = []
-    for model in plan:
-        for field in model._meta.concrete_fields:
-            if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-                changed.append((field, field.auto_now, field.auto_now_add))
-                field.auto_now = field.auto_now_add = False
-    try:
-        yield
-    finally:
-        for field, auto_now, auto_now_add in changed:
-            field.auto_now, field.auto_now_add = auto_now, auto_now_add
 
 
 def _models() -> list[type[models.Model]]:
@@ -154,7 +137,7 @@ class Command(BaseCommand):
             )
         remap = self._remaps()
         totals = []
-        with _keeping_timestamps(plan):
+        with keeping_timestamps(plan):
             for model in plan:
                 copied = self._copy_table(model, batch, remap)
                 totals.append((model, copied))
