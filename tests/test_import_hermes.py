@@ -346,6 +346,7 @@ def test_the_report_names_config_memories_and_chains(tmp_path):
 @pytest.mark.parametrize(
     ("make", "message"),
     [
+        (lambda p: None, "no such file or folder"),
         (lambda p: p.mkdir(), "no state.db here"),
         (
             lambda p: (p.mkdir(), (p / "state.db").write_bytes(b"not a database at all" * 100)),
@@ -594,3 +595,20 @@ def test_a_damaged_page_fails_only_the_conversations_it_holds(tmp_path):
     assert 1 <= len(set(sids) - imported) <= 2  # the damaged page holds one or two of them
     for sid in imported:
         assert live_context(_session(sid))[-1]["content"].startswith("conv")
+
+
+def test_an_import_leaves_postgresql_fresh_statistics(tmp_path):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: runs in the PostgreSQL pass of ./bin/test")
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    _chat(home, s, 5, "stats")
+    home.close()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
+    _import(tmp_path / "home")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'sessions_app_message'")
+        assert cursor.fetchone()[0] > 0
