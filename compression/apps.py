@@ -17,7 +17,7 @@ class CompressionConfig(AppConfig):
         from compression.policy.threshold import threshold_for
         from sessions_app.hooks import register_after_append
 
-        register_after_append(triggers.after_append_hook)
+        register_after_append(triggers.after_append_hook, prepare=triggers.prepare_append)
         engine_hooks.register_target(lambda session: threshold_for(session).tokens)
         engine_hooks.register_compactor("codex", codex.compact_thread)
         policy_hooks.register_pruner(pruning.prune)

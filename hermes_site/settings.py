@@ -146,7 +146,8 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's backend with writers queued before BEGIN IMMEDIATE (see its gate module).
+            "ENGINE": "hermes_site.sqlite_backend",
             "NAME": _sqlite_path,
             "OPTIONS": {
                 "timeout": _server.sqlite_busy_timeout_seconds,

@@ -6,18 +6,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-AfterAppend = Callable[[Any, dict[str, Any] | None], list[dict[str, str]]]
-_after_append: list[AfterAppend] = []
+AfterAppend = Callable[[Any, dict[str, Any] | None, Any], list[dict[str, str]]]
+Prepare = Callable[[Any], Any]
+_after_append: list[tuple[AfterAppend, Prepare | None]] = []
 
 
-def register_after_append(hook: AfterAppend) -> None:
-    """``hook(session, usage)`` runs inside the append's transaction and returns decisions."""
-    if hook not in _after_append:
-        _after_append.append(hook)
+def register_after_append(hook: AfterAppend, prepare: Prepare | None = None) -> None:
+    """``hook(session, usage, prepared)`` runs inside the append's transaction and returns
+    decisions; ``prepare(session)`` runs before the transaction and its answer is ``prepared``:
+    what the hook needs that the append does not change is read there, not under the lock."""
+    if all(hook is not h for h, _ in _after_append):
+        _after_append.append((hook, prepare))
 
 
-def after_append(session: Any, usage: dict[str, Any] | None) -> list[dict[str, str]]:
+def prepare(session: Any) -> list[Any]:
+    return [p(session) if p else None for _, p in _after_append]
+
+
+def after_append(
+    session: Any, usage: dict[str, Any] | None, prepared: list[Any] | None = None
+) -> list[dict[str, str]]:
     decisions: list[dict[str, str]] = []
-    for hook in _after_append:
-        decisions.extend(hook(session, usage))
+    for i, (hook, _) in enumerate(_after_append):
+        decisions.extend(hook(session, usage, prepared[i] if prepared else None))
     return decisions

@@ -309,7 +309,7 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
             check=True,
         ).stdout.strip()
 
-    assert settings_with() == f"django.db.backends.sqlite3 {tmp_path}/hermes.sqlite3 None default"
+    assert settings_with() == f"hermes_site.sqlite_backend {tmp_path}/hermes.sqlite3 None default"
     assert (
         settings_with(
             HERMES_DATABASE_URL="postgres://u:p@db.example:5433/mem",
@@ -318,10 +318,10 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
         == "django.db.backends.postgresql mem redis://cache.example:6379/2 None"
     )
     assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
-        f"django.db.backends.sqlite3 {tmp_path}/other.sqlite3 None default"
+        f"hermes_site.sqlite_backend {tmp_path}/other.sqlite3 None default"
     )
     relative = settings_with(HERMES_DATABASE_URL="sqlite:///var/other.sqlite3")
-    assert relative == f"django.db.backends.sqlite3 {ROOT}/var/other.sqlite3 None default"
+    assert relative == f"hermes_site.sqlite_backend {ROOT}/var/other.sqlite3 None default"
     for junk, message in (
         ("sqlite://", "needs a file"),
         ("sqlitex://x/y", "server.database_url"),

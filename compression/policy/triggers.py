@@ -18,7 +18,7 @@ from compression.engine.compress import AlreadyRunning, CompressionResult, compr
 from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.policy import due, guards, hooks
-from compression.policy.threshold import threshold_for
+from compression.policy.threshold import Threshold, threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
 from sessions_app.models import Message, Session
@@ -62,10 +62,12 @@ def decide(
     *,
     force_reason: str = "",
     bypass_locks: bool = False,
+    threshold: Threshold | None = None,
 ) -> Decision:
     """Whether ``trigger`` should compress ``session`` at ``tokens``; skips are recorded here,
-    firing is recorded by the engine (or by :func:`enqueue`)."""
-    threshold = threshold_for(session)
+    firing is recorded by the engine (or by :func:`enqueue`). ``threshold``: the session's, if
+    the caller read it already."""
+    threshold = threshold or threshold_for(session)
     if not force_reason and tokens < threshold.tokens:
         reason = f"{tokens:,} tokens under the threshold {threshold.tokens:,} ({threshold.reason})"
         record_decision(
@@ -213,9 +215,13 @@ def still_needed(session: Session, trigger: str) -> Decision | None:
     return Decision(trigger, "skip", reason)
 
 
-def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decision]:
+def after_append(
+    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None = None
+) -> list[Decision]:
     """The check after messages were stored: with the usage a model reported (post-call, T1),
-    else with the local estimate. Firing enqueues the compression; the caller never waits."""
+    else with the local estimate. Firing enqueues the compression; the caller never waits.
+    ``session``'s counters and queue marks are the ones the append just stored (read back by
+    its write, under the lock); ``threshold`` was read before the append took the lock."""
     prompt = (usage or {}).get("prompt_tokens", (usage or {}).get("input_tokens"))
     if prompt is not None:
         completion = (usage or {}).get("completion_tokens", (usage or {}).get("output_tokens")) or 0
@@ -228,9 +234,8 @@ def after_append(session: Session, usage: dict[str, Any] | None) -> list[Decisio
             reason = "a Codex session is measured by the usage its gateway reports; none was sent"
             record_decision(session, trigger, Outcome.SKIPPED, reason, tokens=tokens)
             return [Decision(trigger, "skip", reason)]
-    decision = decide(session, trigger, tokens)
+    decision = decide(session, trigger, tokens, threshold=threshold)
     if decision.action == "compress":
-        session.refresh_from_db(fields=["auto_queued_at", "compressing_until"])
         busy = pending(session)
         if busy is None and enqueue(session, trigger):
             decision.action = "queued"
@@ -294,5 +299,11 @@ def check_around(session: Session, around: int | None) -> None:
         )
 
 
-def after_append_hook(session: Session, usage: dict[str, Any] | None) -> list[dict[str, str]]:
-    return [d.as_dict() for d in after_append(session, usage)]
+def prepare_append(session: Session) -> Threshold:
+    return threshold_for(session)
+
+
+def after_append_hook(
+    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None
+) -> list[dict[str, str]]:
+    return [d.as_dict() for d in after_append(session, usage, threshold)]

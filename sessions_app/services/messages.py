@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app import hooks, tokens
@@ -67,55 +67,108 @@ def pending_tool_calls(session: Session) -> set[str]:
     return {call["id"] for call in last.tool_calls} - set(answered)
 
 
-def insert_messages(
-    session: Session, messages: list[dict[str, Any]], rows: list[Message] | None = None
-) -> list[Message]:
-    """Write validated messages at the end of ``session`` and bump its counters.
+# The claim of positions and the counters' update, one statement that also reads back what the
+# triggers decide with: under the write lock, every statement and every hand-over of Python's
+# GIL between them is time other writers wait.
+_CLAIM = """
+UPDATE sessions_app_session
+   SET next_position = next_position + %s, live_messages = live_messages + %s,
+       live_tokens = live_tokens + %s, total_messages = total_messages + %s,
+       last_activity_at = %s, updated_at = %s{usage}
+ WHERE id = %s
+RETURNING next_position, live_messages, live_tokens, total_messages, auto_queued_at,
+          compressing_until
+"""
+_CLAIMED = (
+    "next_position",
+    "live_messages",
+    "live_tokens",
+    "total_messages",
+    "auto_queued_at",
+    "compressing_until",
+)
 
-    Must run inside a transaction; takes the session's row lock first so positions and counters
-    stay exact with concurrent writers (a no-op on SQLite, where BEGIN IMMEDIATE already holds the
-    database's write lock). Tool results are checked against the calls they answer under that
-    lock, so two writers cannot both answer the same call.
+
+_USAGE = ", last_prompt_tokens = %s, last_completion_tokens = %s, last_usage_at = %s"
+
+
+def _claim(
+    session: Session, rows: list[Message], usage: tuple[int | None, int | None] | None = None
+) -> int:
+    """Reserve positions for ``rows`` at the end of ``session`` and count them (and record the
+    usage the model reported, if any); the first position. Takes the session's row lock on
+    PostgreSQL (on SQLite, BEGIN IMMEDIATE already holds the database's write lock), so
+    concurrent writers get consecutive, distinct ranges."""
+    now = timezone.now()
+    fields = {f.name: f for f in Session._meta.concrete_fields}
+    stamp = fields["updated_at"].get_db_prep_value(now, connection)
+    counts = [len(rows), len(rows), sum(row.token_count for row in rows), len(rows)]
+    reported = [*usage, stamp] if usage else []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CLAIM.format(usage=_USAGE if usage else ""),
+            [
+                *counts,
+                stamp,
+                stamp,
+                *reported,
+                fields["id"].get_db_prep_value(session.pk, connection),
+            ],
+        )
+        found = cursor.fetchone()
+    if found is None:
+        raise Session.DoesNotExist(f"session {session.pk} is gone")
+    for name, value in zip(_CLAIMED, found, strict=True):
+        setattr(session, name, _from_db(fields[name], value))
+    session.last_activity_at = session.updated_at = now
+    if usage:
+        session.last_prompt_tokens, session.last_completion_tokens = usage
+        session.last_usage_at = now
+    return session.next_position - len(rows)
+
+
+def _from_db(field, value: Any) -> Any:
+    for convert in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+        connection
+    ):
+        value = convert(value, field.cached_col, connection)
+    return value
+
+
+def insert_messages(
+    session: Session,
+    messages: list[dict[str, Any]],
+    rows: list[Message] | None = None,
+    usage: tuple[int | None, int | None] | None = None,
+) -> list[Message]:
+    """Write validated messages at the end of ``session`` and bump its counters (``session``'s
+    counters are updated to the stored ones).
+
+    Must run inside a transaction. Tool results are checked against the calls they answer after
+    the positions are claimed, under the lock, so two writers cannot both answer the same call
+    (a refused batch rolls the claim back with the transaction).
     """
     if rows is None:
         rows = build_rows(session.model, messages)
-    locked = Session.objects.select_for_update().get(pk=session.pk)
+    start = _claim(session, rows, usage)
     first_tool = next((m for m in messages if m.get("role") == Message.Role.TOOL), None)
     first_call = next((m for m in messages if m.get("tool_calls")), None)
     needs_context = first_tool is not None and (
         first_call is None or messages.index(first_tool) < messages.index(first_call)
     )
-    check_tool_pairing(messages, pending_tool_calls(locked) if needs_context else set())
-    start = locked.next_position
+    check_tool_pairing(messages, pending_tool_calls(session) if needs_context else set())
     for i, row in enumerate(rows):
-        row.session = locked
+        row.session = session
         row.position = start + i
     Message.objects.bulk_create(rows)
     if not all(row.pk for row in rows):  # backends without RETURNING: read the ids back
         ids = dict(
-            Message.objects.filter(session=locked, position__gte=start).values_list(
+            Message.objects.filter(session=session, position__gte=start).values_list(
                 "position", "id"
             )
         )
         for row in rows:
             row.pk = ids[row.position]
-    added_tokens = sum(row.token_count for row in rows)
-    locked.next_position = start + len(rows)
-    locked.live_messages += len(rows)
-    locked.live_tokens += added_tokens
-    locked.total_messages += len(rows)
-    locked.last_activity_at = timezone.now()
-    locked.save(
-        update_fields=[
-            "next_position",
-            "live_messages",
-            "live_tokens",
-            "total_messages",
-            "last_activity_at",
-            "updated_at",
-        ]
-    )
-    _copy_counters(locked, session)
     return rows
 
 
@@ -164,26 +217,24 @@ def append_messages(
     run_hooks: bool = True,
 ) -> AppendResult:
     """Validate every message first, then write all or nothing; then let the registered hooks
-    (the automatic compression triggers) decide, in the same transaction."""
+    (the automatic compression triggers) decide, in the same transaction. What the hooks read
+    that the append does not change, they read before it (``hooks.prepare``), outside the lock."""
     if not messages:
         raise InvalidInput("messages must contain at least one message.")
     messages = [normalize_message(m) for m in messages]
     for index, message in enumerate(messages):
         validate_message(message, index)
     prompt_tokens, completion_tokens = _usage_numbers(usage)
+    reported = (
+        (prompt_tokens, completion_tokens)
+        if prompt_tokens is not None or completion_tokens is not None
+        else None
+    )
     rows = build_rows(session.model, messages)
+    prepared = hooks.prepare(session) if run_hooks else []
     with transaction.atomic():
-        rows = insert_messages(session, messages, rows)
-        if prompt_tokens is not None or completion_tokens is not None:
-            Session.objects.filter(pk=session.pk).update(
-                last_prompt_tokens=prompt_tokens,
-                last_completion_tokens=completion_tokens,
-                last_usage_at=timezone.now(),
-            )
-            session.last_prompt_tokens = prompt_tokens
-            session.last_completion_tokens = completion_tokens
-            session.last_usage_at = timezone.now()
-        decisions = hooks.after_append(session, usage) if run_hooks else []
+        rows = insert_messages(session, messages, rows, reported)
+        decisions = hooks.after_append(session, usage, prepared) if run_hooks else []
     return AppendResult(messages=rows, session=session, decisions=decisions)
 
 

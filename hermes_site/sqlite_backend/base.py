@@ -1,0 +1,64 @@
+"""SQLite with writers queued by a :class:`~hermes_site.sqlite_backend.gate.WriteGate` before
+``BEGIN IMMEDIATE``; released when the transaction ends however it ends."""
+
+from __future__ import annotations
+
+from django.db import OperationalError
+from django.db.backends.sqlite3 import base
+
+from hermes_site.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
+
+
+def _in_memory(name: str) -> bool:
+    return name == ":memory:" or "mode=memory" in name
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    _held: WriteGate | None = None
+
+    def _gate(self) -> WriteGate | None:
+        name = str(self.settings_dict["NAME"])
+        if self.transaction_mode != "IMMEDIATE" or _in_memory(name):
+            return None
+        return gate_for(name)
+
+    def _start_transaction_under_autocommit(self) -> None:
+        gate = self._gate()
+        if gate is not None:
+            timeout = float(self.settings_dict["OPTIONS"].get("timeout", 5))
+            try:
+                gate.acquire(timeout)
+            except GateTimeout:
+                raise OperationalError(
+                    f"database is locked: other writers held it for {timeout:g} s "
+                    "(server.sqlite_busy_timeout_seconds)"
+                ) from None
+            self._held = gate
+        try:
+            super()._start_transaction_under_autocommit()
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        gate, self._held = self._held, None
+        if gate is not None:
+            gate.release()
+
+    def _commit(self) -> None:
+        try:
+            super()._commit()
+        finally:
+            self._release()
+
+    def _rollback(self) -> None:
+        try:
+            super()._rollback()
+        finally:
+            self._release()
+
+    def _close(self) -> None:
+        try:
+            super()._close()
+        finally:
+            self._release()
