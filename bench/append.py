@@ -87,6 +87,7 @@ def main() -> None:
                 Message.objects.bulk_create(
                     Message(
                         session=baseline_session,
+                        channel_id=baseline_session.channel_id,
                         position=start + i,
                         role=m["role"],
                         content=m["content"],

@@ -52,6 +52,7 @@ def _session(channel, size: int):
     rows = [
         (
             sid.hex,
+            channel.pk,
             p,
             "user" if p % 2 == 0 else "assistant",
             f"message {p}: the deploy of build {p % 97} needs a cache flush 缓存刷新",
@@ -70,9 +71,9 @@ def _session(channel, size: int):
             [sid.hex, channel.pk, size, size * 20, size, size, now, now, now],
         )
         cursor.executemany(
-            "INSERT INTO sessions_app_message (session_id, position, role, content, token_count,"
-            " active, compressed, is_summary, is_fallback_summary, created_at, rollback_reason)"
-            " VALUES (%s, %s, %s, %s, %s, 1, 0, 0, 0, %s, '')",
+            "INSERT INTO sessions_app_message (session_id, channel_id, position, role, content,"
+            " token_count, active, compressed, is_summary, is_fallback_summary, created_at,"
+            " rollback_reason) VALUES (%s, %s, %s, %s, %s, %s, 1, 0, 0, 0, %s, '')",
             rows,
         )
     return Session.objects.get(pk=sid)
@@ -86,11 +87,11 @@ def _raw(session, first: int, last: int) -> float:
     t0 = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO sessions_app_message (session_id, position, role, content, token_count,"
-            " active, compressed, is_summary, is_fallback_summary, covers_from_position,"
-            " covers_to_position, created_at, rollback_reason) VALUES (%s, %s, 'user', %s, 100,"
-            " 1, 0, 1, 0, %s, %s, %s, '')",
-            [session.pk.hex, first, "summary " * 50, first, last, now],
+            "INSERT INTO sessions_app_message (session_id, channel_id, position, role, content,"
+            " token_count, active, compressed, is_summary, is_fallback_summary,"
+            " covers_from_position, covers_to_position, created_at, rollback_reason) VALUES"
+            " (%s, %s, %s, 'user', %s, 100, 1, 0, 1, 0, %s, %s, %s, '')",
+            [session.pk.hex, session.channel_id, first, "summary " * 50, first, last, now],
         )
         summary_id = cursor.lastrowid
         cursor.execute(

@@ -37,6 +37,7 @@ def _archive(session, count: int) -> None:
             batch.append(
                 Message(
                     session=session,
+                    channel_id=session.channel_id,
                     position=i,
                     role="user" if i % 2 == 0 else "assistant",
                     content=f"archived message {i} about the deploy of service {i % 97}",

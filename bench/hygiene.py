@@ -69,12 +69,12 @@ def main() -> None:
                 batch = 50_000
                 for start in range(0, size, batch):
                     cursor.executemany(
-                        "INSERT INTO sessions_app_message (session_id, position, role, content,"
-                        " token_count, active, compressed, is_summary, is_fallback_summary,"
-                        " created_at, rollback_reason) VALUES (%s, %s, 'user', %s, 12, 1, 0, 0,"
-                        " 0, %s, '')",
+                        "INSERT INTO sessions_app_message (session_id, channel_id, position, role,"
+                        " content, token_count, active, compressed, is_summary,"
+                        " is_fallback_summary, created_at, rollback_reason) VALUES (%s, %s, %s,"
+                        " 'user', %s, 12, 1, 0, 0, 0, %s, '')",
                         [
-                            (sid.hex, p, f"message {p}", now)
+                            (sid.hex, channel.pk, p, f"message {p}", now)
                             for p in range(start, min(size, start + batch))
                         ],
                     )

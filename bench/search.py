@@ -142,6 +142,7 @@ def load(size: int) -> None:
             rows.append(
                 (
                     sid,
+                    channel.pk,
                     p,
                     "user" if p % 2 == 0 else "assistant",
                     text,
@@ -161,9 +162,10 @@ def load(size: int) -> None:
                 [sid, channel.pk, count - count // 4, count, count, now, now, now],
             )
             cursor.executemany(
-                "INSERT INTO sessions_app_message (session_id, position, role, content,"
-                " token_count, active, compressed, is_summary, is_fallback_summary, created_at,"
-                " rollback_reason) VALUES (%s, %s, %s, %s, %s, %s, %s, false, false, %s, '')",
+                "INSERT INTO sessions_app_message (session_id, channel_id, position, role,"
+                " content, token_count, active, compressed, is_summary, is_fallback_summary,"
+                " created_at, rollback_reason) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, false,"
+                " false, %s, '')",
                 rows,
             )
     if not postgres:

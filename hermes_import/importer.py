@@ -82,6 +82,7 @@ def _message(session: Session, row: Planned, position: int, ids: dict[int, int])
     when = _when(row.timestamp)
     message = Message(
         session=session,
+        channel_id=session.channel_id,
         position=position,
         role=row.role,
         content=row.text,
@@ -151,6 +152,7 @@ def import_conversation(
         if outcome.created and tip.get("prompt"):
             Message.objects.create(
                 session=session,
+                channel_id=session.channel_id,
                 position=0,
                 role=Message.Role.SYSTEM,
                 content=tip["prompt"],

@@ -164,6 +164,19 @@ class Message(models.Model):
     }
 
     session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="messages")
+    # The session's channel, copied onto each row (a session never changes channel): the filter
+    # every gateway search carries is then read from the row the search joins anyway, instead
+    # of a list of the channel's sessions built on every query (growing with their number).
+    # Nullable only because adding a NOT NULL column to SQLite rebuilds the table; every writer
+    # sets it, and the test suite checks that none is left empty.
+    channel = models.ForeignKey(
+        Channel,
+        on_delete=models.PROTECT,
+        null=True,
+        editable=False,
+        related_name="+",
+        db_index=False,
+    )
     position = models.PositiveIntegerField(help_text="Order in the whole conversation, from 0.")
     role = models.CharField(max_length=10, choices=Role.choices)
     content = models.TextField(null=True, blank=True, help_text="Plain text of the message.")

@@ -62,3 +62,31 @@ def hermes_config(settings) -> Callable[..., HermesConfig]:
         return config
 
     return apply
+
+
+_DB_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """After every test that used the database: every message it left carries its session's
+    channel (Message.channel is nullable only for SQLite's sake; a writer that forgets it hides
+    its rows from every gateway's search)."""
+    outcome = yield
+    uses_db = item.get_closest_marker("django_db") or _DB_FIXTURES & set(item.fixturenames)
+    if outcome.excinfo is not None or not uses_db:
+        return
+    from django.db.models import F
+
+    from sessions_app.models import Message
+
+    wrong = Message.objects.exclude(channel_id=F("session__channel_id")) | Message.objects.filter(
+        channel__isnull=True
+    )
+    found = list(wrong.values_list("session_id", "position")[:5])
+    assert not found, f"messages without their session's channel: {found}"

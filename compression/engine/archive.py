@@ -33,7 +33,9 @@ def replace_with_summary(
     """Store a summary row (``summary``: its Message fields) and archive the live ones of
     ``rows`` under it, moving the session's counters by exactly what changed (saved by the
     caller, with ``COUNTERS``). Returns the summary and how many rows it replaced."""
-    row = Message.objects.create(session=locked, is_summary=True, **summary)
+    row = Message.objects.create(
+        session=locked, channel_id=locked.channel_id, is_summary=True, **summary
+    )
     archived, archived_tokens = archive_under(rows, row)
     locked.live_messages += 1 - archived
     locked.live_tokens += row.token_count - archived_tokens

@@ -11,7 +11,6 @@ from django.db import connection
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 
-SESSION_TABLE = "sessions_app_session"
 KIND_SQL = {
     "live": "(m.active AND NOT m.is_summary)",
     "summary": "(m.active AND m.is_summary)",
@@ -35,7 +34,8 @@ def filters_sql(filters: Filters) -> tuple[list[str], list]:
         where.append("m.session_id = %s")
         params.append(Session._meta.pk.get_db_prep_value(filters.session_id, connection))
     if filters.channel_id is not None:
-        where.append(f"m.session_id IN (SELECT id FROM {SESSION_TABLE} WHERE channel_id = %s)")
+        # On the row itself (Message.channel): no per-query list of the channel's sessions.
+        where.append("m.channel_id = %s")
         params.append(filters.channel_id)
     if filters.role:
         where.append("m.role = %s")

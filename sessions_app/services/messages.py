@@ -159,6 +159,7 @@ def insert_messages(
     check_tool_pairing(messages, pending_tool_calls(session) if needs_context else set())
     for i, row in enumerate(rows):
         row.session = session
+        row.channel_id = session.channel_id
         row.position = start + i
     Message.objects.bulk_create(rows)
     if not all(row.pk for row in rows):  # backends without RETURNING: read the ids back
