@@ -12,7 +12,10 @@ their windows and bookmarks), and the same needles through a naive ``content LIK
 scan (``ILIKE`` on PostgreSQL) that finds every match (what ranking all matches without an index
 needs). Prints p50/p95 per query kind: the *lookup* (routing, matching, ranking:
 the same job as the scan) and the *full* response (plus excerpts, windows and bookmarks), beside
-the scan's, with the ratios. Each query runs ``--repeat`` times; the first run of each is cold.
+the scan's, with the ratios. Sessions are spread over four channels and every query runs as the
+API runs it for a gateway, within one channel; the lookup is also reported without that filter
+and, on SQLite, beside the same match on the FTS5 table alone (no join, no filter: the cost of
+the index itself). Each query runs ``--repeat`` times; the first run of each is cold.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SEED = 20261130
+CHANNELS = 4
 # A Zipf-distributed lexicon (as in real text: a few words everywhere, a long tail of rare ones):
 # 120 real words at the head, then synthetic terms, 5,000 in all; weight of rank r is 1/r.
 HEAD_EN = """the to and of a in is for that it on with as this be are by not at from or have an
@@ -118,7 +122,9 @@ def load(size: int) -> None:
     from sessions_app.keys import create_channel
 
     rng = random.Random(SEED)
-    channel, _ = create_channel(f"bench-{size}")
+    # Four gateways' channels, sessions dealt round-robin: the API's channel filter (each
+    # gateway sees its own) then has something to filter out.
+    channels = [create_channel(f"bench-{size}-{n}")[0] for n in range(CHANNELS)]
     per_session = 500
     now = timezone.now()
     postgres = connection.vendor == "postgresql"
@@ -132,6 +138,7 @@ def load(size: int) -> None:
             for statement in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
                 cursor.execute(f"DROP TRIGGER IF EXISTS {statement}")
     for start in range(0, size, per_session):
+        channel = channels[(start // per_session) % CHANNELS]
         sid = uuid.uuid4().hex
         count = min(per_session, size - start)
         rows = []
@@ -220,22 +227,64 @@ QUERIES = {
 }
 
 
+def _index_alone(q: str, index: str | None) -> float | None:
+    """The baseline of a lookup: the same match on the FTS5 table alone (no join, no filter),
+    newest ``rank_window`` matches then BM25 over them, as the service's two phases do; None
+    where no FTS5 index answered (the scan) or on PostgreSQL."""
+    from django.db import connection
+
+    from hermes_site.config import get_config
+    from search.fts import table
+    from search.query import parse
+
+    if connection.vendor != "sqlite" or index in (None, "scan"):
+        return None
+    route = next(r for r in parse(q).routes if r.index == index)
+    t = table(index)
+    t0 = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT rowid FROM {t} WHERE {t} MATCH %s ORDER BY rowid DESC LIMIT %s",
+            [route.expression, get_config().search.rank_window],
+        )
+        found = [row[0] for row in cursor.fetchall()]
+        if found:
+            cursor.execute(
+                f"SELECT rowid, bm25({t}) FROM {t} WHERE {t} MATCH %s AND rowid BETWEEN %s AND"
+                " %s ORDER BY 2, 1 LIMIT 21",
+                [route.expression, found[-1], found[0]],
+            )
+            cursor.fetchall()
+    return time.perf_counter() - t0
+
+
 def measure(size: int, repeat: int) -> list[tuple]:
     from django.db import connection, transaction
 
+    from search.filters import Filters
     from search.service import search
+    from sessions_app.models import Channel
 
+    # As the API searches for a gateway: within its channel.
+    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
     rows = []
     for kind, queries in QUERIES.items():
         full: list[float] = []
         lookup: list[float] = []
+        unfiltered: list[float] = []
+        alone: list[float] = []
         scan: list[float] = []
         indexes = set()
         for q in queries:
             for _ in range(repeat):
-                result = search(q, limit=20, window=2)
+                result = search(q, api, limit=20, window=2)
                 full.append(result.total_seconds)
                 lookup.append(result.lookup_seconds)
+                plain = search(q, limit=20, window=0)
+                unfiltered.append(plain.lookup_seconds)
+                baseline = _index_alone(q, plain.index)
+                if baseline is not None:
+                    alone.append(baseline)
             indexes.add(result.index or "none")
             needle = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             postgres = connection.vendor == "postgresql"
@@ -263,6 +312,8 @@ def measure(size: int, repeat: int) -> list[tuple]:
                 percentile(full, 0.95) * 1000,
                 percentile(scan, 0.5) * 1000,
                 percentile(scan, 0.95) * 1000,
+                percentile(unfiltered, 0.5) * 1000,
+                percentile(alone, 0.5) * 1000 if alone else None,
             )
         )
     return rows
@@ -316,6 +367,15 @@ def run(size: int, repeat: int) -> None:
         t0 = time.perf_counter()
         built = _build_indexes(size)
         build_s = time.perf_counter() - t0
+        fresh_rows = None
+        if backend == "postgresql":
+            # As a restored backup or a fresh load with autovacuum off: no statistics at all.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "DELETE FROM pg_statistic WHERE starelid IN ('sessions_app_message'::regclass,"
+                    " 'sessions_app_session'::regclass, 'sessions_app_channel'::regclass)"
+                )
+            fresh_rows = measure(size, repeat)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
         size_after = _database_mib(data)
@@ -328,16 +388,26 @@ def run(size: int, repeat: int) -> None:
         f"database {size_before:,.0f} MiB before indexes, {size_after:,.0f} MiB after\n"
     )
     scan = "ILIKE" if backend == "postgresql" else "LIKE"
+    if fresh_rows is not None:
+        _table(fresh_rows, scan, "without planner statistics (freshly loaded or restored)")
+    _table(search_rows, scan, "analyzed" if fresh_rows is not None else "")
+
+
+def _table(search_rows: list[tuple], scan: str, title: str) -> None:
+    if title:
+        print(f"\n{title}:\n")
     print(
         "| query kind | answered by | lookup p50 ms | lookup p95 ms | full p50 ms | full p95 ms "
         f"| {scan} scan p50 ms | {scan} scan p95 ms | p95 speed-up, lookup (x) "
-        "| p95 speed-up, full (x) |"
+        "| p95 speed-up, full (x) | unfiltered lookup p50 ms | FTS5 alone p50 ms "
+        "| lookup / FTS5 alone, p50 (x) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for kind, index, l50, l95, f50, f95, s50, s95 in search_rows:
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, index, l50, l95, f50, f95, s50, s95, u50, a50 in search_rows:
+        alone = f"{a50:.2f} | {l50 / a50:.1f}" if a50 else "— | —"
         print(
-            f"| {kind} | {index} | {l50:.1f} | {l95:.1f} | {f50:.1f} | {f95:.1f} | {s50:.0f} "
-            f"| {s95:.0f} | {s95 / l95:.0f} | {s95 / f95:.0f} |"
+            f"| {kind} | {index} | {l50:.2f} | {l95:.2f} | {f50:.1f} | {f95:.1f} | {s50:.0f} "
+            f"| {s95:.0f} | {s95 / l95:.0f} | {s95 / f95:.0f} | {u50:.2f} | {alone} |"
         )
 
 

@@ -212,13 +212,16 @@ def test_the_migration_moves_stored_compaction_items_out_of_the_replayed_fields(
     item = {"type": "compaction", "id": "cmp_1", "encrypted_content": "enc"}
     row = Message.objects.create(
         session_id=sid,
+        channel=gateway.channel,
         position=9,
         role="user",
         content="[compacted]",
         is_summary=True,
         extra={"openai_compaction": item, "reasoning": "kept"},
     )
-    plain = Message.objects.create(session_id=sid, position=10, role="user", content="hi")
+    plain = Message.objects.create(
+        session_id=sid, channel=gateway.channel, position=10, role="user", content="hi"
+    )
     migration = importlib.import_module("compression.migrations.0007_compaction_items_out_of_extra")
     migration.move(apps, SimpleNamespace(connection=connection))
     row.refresh_from_db()
