@@ -67,7 +67,8 @@ def _backend():
 class _Answer:
     found: list[tuple[int, float | None]]
     capped: bool = False  # ranking covered only the rank window
-    matched: int | None = None  # how many matched (None: the scan, which cannot count)
+    matched: int | None = None  # how many matched (None: the scan, which cannot count, or an
+    # index that failed)
     reached: int | None = None  # the scan stopped here (the oldest id it read)
 
 
@@ -86,7 +87,7 @@ def _run(route: Route, filters: Filters, limit: int, offset: int) -> _Answer:
         # Quoting makes this unreachable for user text; if the index still objects, fall back
         # rather than fail the request.
         logger.exception("the %s index rejected %r; falling back", route.index, route.expression)
-        return _Answer([], matched=0)
+        return _Answer([])
 
 
 def search(
@@ -107,7 +108,13 @@ def search(
     start = max(0, offset - 1)
     before = offset - start
     answer = _Answer([])
+    substrings_searched = False
     for route in parsed.routes:
+        if route.index == "scan" and substrings_searched:
+            # The trigram route matched every term as a substring, case-blind, in the same rows
+            # and text the scan reads: what it did not find, the scan cannot. (Without this, a
+            # word found only in other channels' messages was looked for row by row.)
+            break
         result.tried.append(route.index)
         answer = _run(route, filters, limit + 1 + before, start)
         last = route.index == "scan"
@@ -117,6 +124,9 @@ def search(
             if answer.matched is not None:
                 result.total, result.total_exact = answer.matched, not answer.capped
             break
+        substrings_searched = substrings_searched or (
+            route.index == "trigram" and answer.matched == 0
+        )
     found = answer.found
     page = found[before : before + limit]
     edges = [pk for pk, _ in found[:before] + found[before + limit :]]

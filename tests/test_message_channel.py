@@ -79,3 +79,16 @@ def test_the_migration_gives_rows_written_before_it_their_sessions_channel():
     assert list(
         Message.objects.filter(session_id=session.pk).values_list("channel_id", flat=True)
     ) == [channel.pk] * 3
+
+
+def test_a_word_only_in_another_channel_is_not_looked_for_row_by_row(two_channels):
+    ours, theirs = two_channels
+    services.append_messages(
+        theirs, [{"role": "user", "content": "the quokka runbook"}], run_hooks=False
+    )
+    result = search("quokka", Filters(channel_id=ours.channel_id), window=0)
+    assert result.hits == [] and result.total == 0
+    assert result.tried == ["words", "trigram"]  # no scan after the substring index said none
+    assert result.scan_reached is None and not result.has_more
+    # Terms no index can look up (one or two characters) still end in the bounded scan.
+    assert search("qu", Filters(channel_id=ours.channel_id), window=0).tried[-1] == "scan"
