@@ -36,7 +36,7 @@ def two_channels(db):
 def test_a_gateway_search_finds_only_its_channel_without_reading_the_sessions_table(
     two_channels,
 ):
-    ours, theirs = two_channels
+    ours, _theirs = two_channels
     with CaptureQueriesContext(connection) as queries:
         result = search("zanzibar", Filters(channel_id=ours.channel_id), window=0)
     assert {hit.message.session_id for hit in result.hits} == {ours.pk}

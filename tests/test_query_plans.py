@@ -69,3 +69,26 @@ def test_the_answered_calls_of_a_tool_turn_read_the_live_rows_index(session):
         session=session, active=True, role=Message.Role.TOOL, position__gt=1
     ).values_list("tool_call_id", flat=True)
     assert "msg_live_rows" in _plan(query)
+
+
+def test_the_scan_walks_the_newest_rows_first_on_postgresql_even_without_statistics(session):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite's scan has no other plan to choose")
+    from django.test.utils import CaptureQueriesContext
+
+    from search.backends.common import _newest_first
+    from search.filters import Filters
+    from search.service import search
+
+    with connection.cursor() as cursor:  # as after a restore, before any ANALYZE
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
+    filters = Filters(channel_id=session.channel_id)
+    with CaptureQueriesContext(connection) as queries:
+        result = search("::", filters, window=0)
+    assert result.tried[-1] == "scan"
+    chunk = next(q["sql"] for q in queries if "m.id >= " in q["sql"] and "LIKE" in q["sql"])
+    with _newest_first(filters), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + chunk)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
+    assert "Sort" not in plan and "Bitmap" not in plan, plan

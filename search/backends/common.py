@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, transaction
 
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
@@ -54,6 +55,23 @@ def filters_sql(filters: Filters) -> tuple[list[str], list]:
     return where, params
 
 
+@contextmanager
+def _newest_first(filters: Filters) -> Iterator[None]:
+    """On PostgreSQL, a chunk of the scan walks the primary key backwards and stops at the
+    page. Without statistics (a fresh load or a restore, until ANALYZE) the planner guesses
+    one match per chunk and reads the whole chunk in a bitmap scan, then sorts it: 90 ms
+    instead of 9 at 100,000 messages. The walk is the scan's definition, so it is not left to
+    that guess. (A session's scan is left to the planner: its rows have their own index.)"""
+    if connection.vendor != "postgresql" or filters.session_id is not None:
+        yield
+        return
+    with transaction.atomic():  # SET LOCAL lasts until the end of this transaction
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_bitmapscan = off")
+            cursor.execute("SET LOCAL enable_sort = off")
+        yield
+
+
 @dataclass
 class Scan:
     """A scan's hits and how far it read: ``reached`` is the oldest id it examined (None: it
@@ -84,7 +102,7 @@ def run_scan(
     likes, like_params = like_clauses(needles)
     kind = ROLLED_BACK if rolled_back else INDEXED
     want = offset + limit
-    with connection.cursor() as cursor:
+    with _newest_first(filters), connection.cursor() as cursor:
         if filters.session_id is not None:
             sql = (
                 f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join([kind, *where, *likes])} "
