@@ -76,9 +76,10 @@ def test_the_migration_gives_rows_written_before_it_their_sessions_channel():
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(latest)
-    assert list(
-        Message.objects.filter(session_id=session.pk).values_list("channel_id", flat=True)
-    ) == [channel.pk] * 3
+    assert (
+        list(Message.objects.filter(session_id=session.pk).values_list("channel_id", flat=True))
+        == [channel.pk] * 3
+    )
 
 
 def test_a_word_only_in_another_channel_is_not_looked_for_row_by_row(two_channels):
