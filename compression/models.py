@@ -76,6 +76,12 @@ class CompressionEvent(models.Model):
         default=1, help_text="Pass number within one compression run (1 = the run's first)."
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # A trigger decision repeated on consecutive appends (the same trigger, outcome and reason
+    # but for its numbers) is one row: how many times, and when the last one was. (Nullable
+    # so that adding them to a long trail is instant on SQLite; rows always have them.)
+    repeats = models.PositiveIntegerField(null=True, blank=True)
+    last_at = models.DateTimeField(null=True, blank=True, help_text="When it last happened.")
+    shape = models.CharField(max_length=16, null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -83,6 +89,10 @@ class CompressionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_trigger_display()}: {self.outcome}"
+
+    @property
+    def times(self) -> int:
+        return self.repeats or 1
 
     @property
     def savings_ratio(self) -> float | None:

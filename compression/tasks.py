@@ -159,7 +159,7 @@ def idle_sweep() -> dict[str, Any]:
     handled = CompressionEvent.objects.filter(
         session=OuterRef("pk"),
         trigger=CompressionEvent.Trigger.IDLE,
-        created_at__gt=OuterRef("last_activity_at"),
+        last_at__gt=OuterRef("last_activity_at"),  # a repeated decision's latest repeat
     )
     idle = (
         Session.objects.filter(

@@ -20,6 +20,8 @@ class CompressionEventAdmin(ReadOnlyAdmin):
         "trigger",
         "path",
         "outcome",
+        "repeats",
+        "last_at",
         "tokens_before",
         "tokens_after",
         "savings",

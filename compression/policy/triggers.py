@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from compression.engine.compress import AlreadyRunning, CompressionResult, compress
-from compression.events import record_event
+from compression.events import record_repeatable
 from compression.models import CompressionEvent
 from compression.policy import due, guards, hooks
 from compression.policy.threshold import Threshold, threshold_for
@@ -44,8 +44,9 @@ class Decision:
 def record_decision(
     session: Session, trigger: str, outcome: str, reason: str, **fields: Any
 ) -> None:
-    """A trigger's decision in the event trail (``tokens`` and ``threshold`` as it saw them)."""
-    record_event(
+    """A trigger's decision in the event trail (``tokens`` and ``threshold`` as it saw them);
+    the same decision on consecutive appends is one row with a count."""
+    record_repeatable(
         session,
         trigger,
         outcome,

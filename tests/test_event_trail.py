@@ -1,0 +1,89 @@
+"""The event trail keeps its memory: the same trigger decision on consecutive appends is one
+row with a count and its last time, while compressions and every other change of decision get
+rows of their own."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from compression.events import record_event
+from compression.models import CompressionEvent
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Session
+
+Outcome = CompressionEvent.Outcome
+
+
+@pytest.fixture
+def session(db):
+    channel = create_channel("trail")[0]
+    return services.open_session(
+        channel, model="gpt-4o", system_prompt="sys", context_window=128_000
+    ).session
+
+
+def _append(session: Session, n: int) -> None:
+    for i in range(n):
+        services.append_messages(session, [{"role": "user", "content": f"question {i} " * 20}])
+
+
+def _trail(session: Session) -> list[tuple[str, int]]:
+    return [
+        (e.outcome, e.times)
+        for e in CompressionEvent.objects.filter(session=session).order_by("created_at", "id")
+    ]
+
+
+def test_appends_under_the_threshold_are_one_skipped_row_with_a_count(session):
+    _append(session, 5)
+    (event,) = CompressionEvent.objects.filter(session=session)
+    assert (event.outcome, event.times) == (Outcome.SKIPPED, 5)
+    assert event.last_at >= event.created_at
+    session.refresh_from_db()
+    # The row carries the latest numbers, as the last append saw them.
+    assert event.tokens_before == session.live_tokens
+    assert f"{session.live_tokens:,} tokens under the threshold" in event.reason
+
+
+def test_a_different_decision_starts_a_new_row_and_the_old_one_is_not_resumed(session):
+    _append(session, 3)
+    Session.objects.filter(pk=session.pk).update(cooldown_until=timezone.now() + timedelta(hours=1))
+    session.refresh_from_db()
+    services.append_messages(session, [{"role": "user", "content": "x " * 100_000}])  # over
+    services.append_messages(session, [{"role": "user", "content": "y"}])
+    Session.objects.filter(pk=session.pk).update(cooldown_until=None)
+    session.refresh_from_db()
+    services.append_messages(session, [{"role": "user", "content": "z"}])  # queued: no row
+    _append(session, 1)  # still over the threshold, and a compression is queued: skipped
+    assert _trail(session) == [
+        (Outcome.SKIPPED, 3),
+        (Outcome.LOCKED, 2),
+        (Outcome.SKIPPED, 1),
+    ]
+
+
+def test_compressions_and_failures_always_get_rows_of_their_own(session):
+    for _ in range(2):
+        record_event(session, "manual_api", Outcome.FALLBACK, "compressed", tokens_after=10)
+        record_event(session, "manual_api", Outcome.FAILED, "the model timed out")
+    assert _trail(session) == [
+        (Outcome.FALLBACK, 1),
+        (Outcome.FAILED, 1),
+        (Outcome.FALLBACK, 1),
+        (Outcome.FAILED, 1),
+    ]
+
+
+def test_a_decision_after_a_compression_is_a_new_row_not_the_one_before_it(session):
+    _append(session, 2)
+    record_event(session, "manual_api", Outcome.COMPRESSED, "compressed", tokens_after=10)
+    _append(session, 2)
+    assert _trail(session) == [
+        (Outcome.SKIPPED, 2),
+        (Outcome.COMPRESSED, 1),
+        (Outcome.SKIPPED, 2),
+    ]
