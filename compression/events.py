@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 
@@ -81,3 +83,28 @@ def record_repeatable(
     )
     if not repeated:
         record_event(session, trigger, outcome, reason, path=path, shape=shape, **fields)
+
+
+TRIM_BATCH = 5_000
+
+
+def trim_decisions(now: datetime | None = None) -> int:
+    """Delete trigger decisions whose last repeat is older than ``events.retention_days``, a
+    batch at a time (each its own short transaction, so appends never wait long behind it);
+    compressions, failures, prunes and resets are kept. Returns how many went."""
+    from hermes_site.config import get_config
+
+    days = get_config().events.retention_days
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    old = CompressionEvent.objects.filter(
+        outcome__in=CompressionEvent.DECISIONS, last_at__lt=cutoff
+    )
+    trimmed = 0
+    while True:
+        ids = list(old.order_by("id").values_list("id", flat=True)[:TRIM_BATCH])
+        if not ids:
+            return trimmed
+        with transaction.atomic():
+            trimmed += CompressionEvent.objects.filter(pk__in=ids).delete()[0]

@@ -40,6 +40,10 @@ class CompressionEvent(models.Model):
         INEFFECTIVE = "ineffective", "not written: the summary would not shrink the context"
         RESET = "reset", "session reset"
 
+    # What a trigger decided without compressing: repeated on every append, so collapsed into
+    # one row per run (see repeats) and trimmed after events.retention_days.
+    DECISIONS = (Outcome.SKIPPED, Outcome.LOCKED)
+
     class Path(models.TextChoices):
         ENGINE = "engine", "summary by this service"
         PRUNE = "prune", "proactive pruning"

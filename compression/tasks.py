@@ -138,6 +138,13 @@ def micro_task(session_id: str) -> dict[str, Any]:
 IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest
 
 
+def trim_events() -> dict[str, int]:
+    """Scheduled hourly: trigger decisions older than events.retention_days go."""
+    from compression.events import trim_decisions
+
+    return {"trimmed": trim_decisions()}
+
+
 def idle_sweep() -> dict[str, Any]:
     """T3, scheduled every minute: compress sessions idle for ``idle_compact_after_seconds`` whose
     live tokens are at or over the threshold floor (64,000). Off while that setting is 0."""

@@ -268,6 +268,14 @@ class SearchConfig(_Block):
         return value
 
 
+class EventsConfig(_Block):
+    """The compression-event trail (this service's own block)."""
+
+    # Trigger decisions (skipped, locked) whose last repeat is older than this are trimmed once
+    # an hour; compressions, failures, prunes and resets are kept for ever. 0: keep everything.
+    retention_days: Annotated[int, Field(ge=0, le=36_500)] = 90
+
+
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
@@ -342,6 +350,7 @@ class HermesConfig(_Block):
     auxiliary: AuxiliaryConfig = Field(default_factory=AuxiliaryConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

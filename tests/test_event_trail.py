@@ -87,3 +87,41 @@ def test_a_decision_after_a_compression_is_a_new_row_not_the_one_before_it(sessi
         (Outcome.COMPRESSED, 1),
         (Outcome.SKIPPED, 2),
     ]
+
+
+def test_decisions_past_the_retention_go_and_compressions_stay(session, hermes_config):
+    from compression.events import trim_decisions
+
+    _append(session, 3)
+    record_event(session, "manual_api", Outcome.FALLBACK, "compressed", tokens_after=10)
+    record_event(session, "manual_api", Outcome.FAILED, "the model timed out")
+    _append(session, 1)
+    long_ago = timezone.now() - timedelta(days=91)
+    CompressionEvent.objects.filter(session=session).update(created_at=long_ago, last_at=long_ago)
+    _append(session, 1)  # repeats the latest (old) decision: that row's last repeat is now
+    assert trim_decisions() == 1  # the first run of three: its last repeat is 91 days old
+    assert _trail(session) == [(Outcome.FALLBACK, 1), (Outcome.FAILED, 1), (Outcome.SKIPPED, 2)]
+    hermes_config(events={"retention_days": 0})
+    CompressionEvent.objects.filter(session=session).update(last_at=long_ago)
+    assert trim_decisions() == 0  # 0 keeps everything
+
+
+def test_the_trim_is_scheduled_hourly(db):
+    from django_q.models import Schedule
+
+    schedule = Schedule.objects.get(func="compression.tasks.trim_events")
+    assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == ("I", 60, -1)
+
+
+def test_the_timeline_lists_compressions_first_and_decisions_under_their_own_heading(
+    admin_client, session
+):
+    from django.urls import reverse
+
+    _append(session, 4)
+    record_event(session, "manual_api", Outcome.FALLBACK, "compressed by hand", tokens_after=10)
+    page = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    compressions, decisions = page.split("<h2>Trigger decisions</h2>")
+    assert "compressed by hand" in compressions and "under the threshold" not in compressions
+    assert "under the threshold" in decisions and "compressed by hand" not in decisions
+    assert "\u00d74" in decisions  # times sign, then the count

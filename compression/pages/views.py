@@ -62,7 +62,14 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             "hidden": hidden,
             "threshold": threshold,
             "percent": min(100, round(100 * session.live_tokens / max(1, threshold.tokens))),
-            "events": CompressionEvent.objects.filter(session=session)[:50],
+            # What happened first (compressions, failures, resets), then what the triggers
+            # decided on appends (repeats collapsed), each list bounded.
+            "events": CompressionEvent.objects.filter(session=session).exclude(
+                outcome__in=CompressionEvent.DECISIONS
+            )[:50],
+            "decisions": CompressionEvent.objects.filter(
+                session=session, outcome__in=CompressionEvent.DECISIONS
+            )[:50],
             "chart": chart,
         },
     )
