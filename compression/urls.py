@@ -6,6 +6,12 @@ app_name = "console"
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("sessions/<uuid:session_id>/", views.timeline, name="timeline"),
+    path("messages/<int:message_id>/", views.message, name="message"),
+    path(
+        "sessions/<uuid:session_id>/summaries/<int:summary_id>/",
+        views.originals,
+        name="originals",
+    ),
     path("sessions/<uuid:session_id>/compress/", views.compress, name="compress"),
     path("sessions/<uuid:session_id>/reset/", views.reset, name="reset"),
     path("sessions/<uuid:session_id>/export.jsonl", export.export_session, name="export"),

@@ -277,6 +277,20 @@ class Message(models.Model):
                 name="msg_live_rows",
             ),
             models.Index(fields=["summarized_by"], name="msg_summary_idx"),
+            # The timeline reads a session a page at a time, by position: the rows not under a
+            # summary (what an operator scrolls), and, on demand, a summary's originals. Each
+            # from an index that holds only those rows, so a page costs the same in a session
+            # of a hundred rows and in one of a million, however much is archived.
+            models.Index(
+                fields=["session", "position", "id"],
+                condition=Q(summarized_by__isnull=True),
+                name="msg_main_flow",
+            ),
+            models.Index(
+                fields=["summarized_by", "position", "id"],
+                condition=Q(summarized_by__isnull=False),
+                name="msg_originals",
+            ),
             models.Index(
                 fields=["continues"],
                 name="msg_continues_idx",

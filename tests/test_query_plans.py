@@ -92,3 +92,22 @@ def test_the_scan_walks_the_newest_rows_first_on_postgresql_even_without_statist
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
     assert "Sort" not in plan and "Bitmap" not in plan, plan
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_timeline_page_reads_the_main_flow_index_without_sorting(session, direction):
+    rows = Message.objects.filter(session=session, summarized_by=None, position__gt=0)
+    ordered = rows.order_by(
+        *(["position", "id"] if direction == "forward" else ["-position", "-id"])
+    )
+    plan = _plan(ordered[:201])
+    assert "msg_main_flow" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+
+
+def test_a_page_of_originals_reads_the_originals_index_without_sorting(session):
+    summary = Message.objects.filter(session=session).first()
+    query = Message.objects.filter(summarized_by=summary, position__gt=0).order_by("position", "id")
+    plan = _plan(query[:201])
+    assert "msg_originals" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan

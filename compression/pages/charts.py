@@ -38,6 +38,7 @@ class TokenChart:
     width: int = WIDTH
     height: int = HEIGHT
     pad: int = PAD
+    exact: bool = True  # rebuilt from every row (else drawn from the event trail)
 
 
 def live_tokens_series(session: Session) -> list[tuple[datetime, int]]:
@@ -64,13 +65,41 @@ def live_tokens_series(session: Session) -> list[tuple[datetime, int]]:
     return series
 
 
+# Up to this many rows the chart is rebuilt exactly from them; beyond, from the event trail
+# (a bounded number of points), so the page's cost does not grow with the session.
+EXACT_SERIES_ROWS = 10_000
+EVENT_POINTS = 200
+
+
+def events_series(session: Session) -> list[tuple[datetime, int]]:
+    """Live tokens over time from what the trail recorded: before and after each of the newest
+    compressions and resets, what each decision saw, and the session's size now. Between those
+    points the line is straight, where the exact series steps with every append."""
+    events = (
+        CompressionEvent.objects.filter(session=session, tokens_before__isnull=False)
+        .order_by("-created_at")
+        .values("created_at", "last_at", "duration_ms", "tokens_before", "tokens_after")[
+            :EVENT_POINTS
+        ]
+    )
+    series = [(session.created_at, 0), (timezone.now(), session.live_tokens)]
+    for e in events:
+        if e["tokens_after"] is not None:
+            started = e["created_at"] - timedelta(milliseconds=e["duration_ms"] or 0)
+            series += [(started, e["tokens_before"]), (e["created_at"], e["tokens_after"])]
+        else:
+            series.append((e["last_at"] or e["created_at"], e["tokens_before"]))
+    return sorted(series, key=lambda point: point[0])
+
+
 def token_chart(session: Session, threshold: int) -> TokenChart:
-    series = live_tokens_series(session)
+    exact = session.total_messages <= EXACT_SERIES_ROWS
+    series = live_tokens_series(session) if exact else events_series(session)
     events = list(
         CompressionEvent.objects.filter(
             session=session, outcome__in=("compressed", "fallback")
-        ).order_by("created_at")
-    )
+        ).order_by("-created_at")[:EVENT_POINTS]
+    )[::-1]
     if not series:
         return TokenChart("", None, [], 0, None, None)
     start, end = series[0][0], series[-1][0]
@@ -100,7 +129,7 @@ def token_chart(session: Session, threshold: int) -> TokenChart:
                 event.outcome,
             )
         )
-    return TokenChart(points, y(threshold), markers, int(top), start, end)
+    return TokenChart(points, y(threshold), markers, int(top), start, end, exact=exact)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ compress / reset buttons. Staff only; every action is a POST with CSRF."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from datetime import timedelta
 
 from django import forms
@@ -14,54 +13,61 @@ from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from compression.models import CompressionEvent
 from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
+from compression.pages.window import BadPage, window
+from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import enqueue_manual
 from sessions_app.models import Message, Session
 from sessions_app.services import reset_session
 from sessions_app.services.errors import NotFound
 
-MAIN_FLOW_LIMIT = 500
 
-
-def _order(row: Message) -> tuple[int, int, int]:
-    return (row.position, 0 if row.is_summary else 1, row.pk)
+def _page_request(request: HttpRequest) -> PageRequest | HttpResponse:
+    try:
+        return PageRequest.parse(request.GET)
+    except BadPage as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
 
 
 @staff_member_required
 def timeline(request: HttpRequest, session_id) -> HttpResponse:
+    """A page of the rows not under a summary (head, summaries, live rows, rolled-back rows),
+    in position order; a summary links to its originals' own pages. ``?around=N`` opens the
+    page at message #N; at a position only an archived original holds, it opens that original's
+    summary's page of originals."""
     session = get_object_or_404(Session.objects.select_related("channel"), pk=session_id)
-    rows = list(Message.objects.filter(session=session).defer("content_parts", "extra"))
-    replaced: dict[int, list[Message]] = defaultdict(list)
-    main: list[Message] = []
-    for row in sorted(rows, key=_order):
-        if row.summarized_by_id:
-            replaced[row.summarized_by_id].append(row)
-        else:
-            main.append(row)
-    for row in rows:
-        row.replaced_rows = replaced.get(row.pk, [])
-        row.summary_of = None
-    by_id = {row.pk: row for row in rows}
-    for row in rows:
-        if row.summarized_by_id:
-            row.summary_of = by_id.get(row.summarized_by_id)
-    hidden = max(0, len(main) - MAIN_FLOW_LIMIT)
+    want = _page_request(request)
+    if isinstance(want, HttpResponse):
+        return want
+    main = Message.objects.filter(session=session, summarized_by=None)
+    if want.around is not None and not main.filter(position=want.around).exists():
+        under = (
+            Message.objects.filter(session=session, position=want.around, is_summary=False)
+            .exclude(summarized_by=None)
+            .values_list("summarized_by_id", "id")
+            .first()
+        )
+        if under is not None:  # archived, and its summary (which took its position) is not here
+            # either: it is on its summary's page of originals
+            url = reverse("console:originals", args=[session.pk, under[0]])
+            return redirect(f"{url}?around={want.around}#m-{under[1]}")
+    page = window(main.defer("content_parts", "extra"), want)
     threshold = threshold_for(session)
-    chart = token_chart(session, threshold.tokens)
     return render(
         request,
         "console/timeline.html",
         {
             "session": session,
-            "rows": main[hidden:],
-            "hidden": hidden,
+            "page": page,
+            "rows": page.rows,
             "threshold": threshold,
-            "percent": min(100, round(100 * session.live_tokens / max(1, threshold.tokens))),
+            "percent": round(100 * session.live_tokens / max(1, threshold.tokens)),
             # What happened first (compressions, failures, resets), then what the triggers
             # decided on appends (repeats collapsed), each list bounded.
             "events": CompressionEvent.objects.filter(session=session).exclude(
@@ -70,8 +76,45 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             "decisions": CompressionEvent.objects.filter(
                 session=session, outcome__in=CompressionEvent.DECISIONS
             )[:50],
-            "chart": chart,
+            "chart": token_chart(session, threshold.tokens),
         },
+    )
+
+
+@staff_member_required
+def message(request: HttpRequest, message_id: int) -> HttpResponse:
+    """Where one message is shown: the timeline's page around it, or, for an archived original,
+    its summary's page of originals; scrolled to it (search hits link here)."""
+    row = get_object_or_404(
+        Message.objects.only("id", "session_id", "position", "summarized_by_id"), pk=message_id
+    )
+    if row.summarized_by_id:
+        url = reverse("console:originals", args=[row.session_id, row.summarized_by_id])
+    else:
+        url = reverse("console:timeline", args=[row.session_id])
+    return redirect(f"{url}?around={row.position}#m-{row.pk}")
+
+
+@staff_member_required
+def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse:
+    """A page of the originals one summary replaced, in position order."""
+    summary = get_object_or_404(
+        Message.objects.select_related("session__channel"),
+        pk=summary_id,
+        session_id=session_id,
+        is_summary=True,
+    )
+    want = _page_request(request)
+    if isinstance(want, HttpResponse):
+        return want
+    page = window(
+        Message.objects.filter(summarized_by=summary).defer("content_parts", "extra"),
+        want if want != PageRequest() else PageRequest(head=True),
+    )
+    return render(
+        request,
+        "console/originals.html",
+        {"session": summary.session, "summary": summary, "page": page, "rows": page.rows},
     )
 
 

@@ -84,7 +84,7 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     assert page.locator(".hit mark").first.inner_text().lower() == "kubernetes"
     screenshot("1-search")
 
-    # Open the hit: the timeline scrolls to the archived original inside its summary.
+    # Open the hit: the page of its summary's originals, scrolled to it.
     original = Message.objects.get(session=session, content__contains="kubernetes")
     assert original.kind == "archived"
     page.click(f"#hit-{original.pk} .meta a")
@@ -94,17 +94,18 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     assert target.is_visible() and "kubernetes" in target.inner_text()
     screenshot("2-hit-in-timeline", full_page=False)
 
-    # Hostile originals render as text in the expanded summary, never as markup.
+    # Hostile originals render as text on the summary's page of originals, never as markup.
     page.goto(timeline)
     summary = page.locator("li.is-summary").first
-    details = summary.locator("details.originals").first
-    assert not details.locator("ol").is_visible()
-    details.locator("summary").click()
-    assert details.locator("ol").is_visible()
-    assert "<script>window.__xss" in details.inner_text()
-    assert details.locator("script, img, a[href^=javascript]").count() == 0
+    summary.locator("p.originals a").click()
+    page.wait_for_selector("h1:has-text('Originals replaced')")
+    listed = page.locator("ol.timeline")
+    assert "<script>window.__xss" in listed.inner_text()
+    assert listed.locator("script, img, a[href^=javascript]").count() == 0
     _inert(page)
-    screenshot("3-summary-expanded")
+    screenshot("3-summary-originals")
+    page.click("text=back to the summary")
+    page.wait_for_selector("li.is-summary.targeted")
 
     # Force a compression: a new summary and a new marker on the chart.
     summaries_before = page.locator("li.is-summary").count()

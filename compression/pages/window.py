@@ -1,0 +1,73 @@
+"""A page of one session's rows, by position (keyset), opened at the head, the tail, before or
+after a position, or around one: each page is one or two index range reads, so its cost does
+not depend on how long the session is or how much of it is archived."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+from django.http import QueryDict
+
+from sessions_app.models import Message
+
+PAGE = 200
+_MAX_POSITION = 2**31
+
+
+class BadPage(ValueError):
+    """A page parameter that is not a message number."""
+
+
+@dataclass(frozen=True)
+class Request:
+    around: int | None = None
+    before: int | None = None
+    after: int | None = None
+    head: bool = False
+
+    @classmethod
+    def parse(cls, query: QueryDict) -> Request:
+        values = {}
+        for name in ("around", "before", "after"):
+            text = query.get(name, "").strip().removeprefix("#")
+            if not text:
+                continue
+            if not (text.isascii() and text.isdigit()) or int(text) >= _MAX_POSITION:
+                raise BadPage(f"“{name}” must be a message number such as 42, not {text!r}.")
+            values[name] = int(text)
+        return cls(head=query.get("at") == "head", **values)
+
+
+@dataclass(frozen=True)
+class Window:
+    rows: list[Message]
+    older: int | None  # the first row's position, when rows before it exist (?before=)
+    newer: int | None  # the last row's position, when rows after it exist (?after=)
+
+
+def window(rows: QuerySet[Message], want: Request, page: int = PAGE) -> Window:
+    """``rows``: one session's rows of one kind (an index on position serves them)."""
+    forward = rows.order_by("position", "id")
+    backward = rows.order_by("-position", "-id")
+    if want.around is not None:
+        half = page // 2
+        before = list(backward.filter(position__lt=want.around)[: half + 1])
+        after = list(forward.filter(position__gte=want.around)[: page - half + 1])
+        found = before[:half][::-1] + after[: page - half]
+        more_before, more_after = len(before) > half, len(after) > page - half
+    elif want.after is not None or want.head:
+        start = forward.filter(position__gt=want.after) if want.after is not None else forward
+        after = list(start[: page + 1])
+        found, more_after = after[:page], len(after) > page
+        more_before = want.after is not None and backward.filter(position__lte=want.after).exists()
+    else:  # the tail, or the page before a position
+        end = backward.filter(position__lt=want.before) if want.before is not None else backward
+        before = list(end[: page + 1])
+        found, more_before = before[:page][::-1], len(before) > page
+        more_after = want.before is not None and forward.filter(position__gte=want.before).exists()
+    return Window(
+        found,
+        found[0].position if found and more_before else None,
+        found[-1].position if found and more_after else None,
+    )

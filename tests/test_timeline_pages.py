@@ -1,0 +1,120 @@
+"""The timeline by pages: opened at the head, the tail, before or after a position or around
+one, with the same number of queries however long the session is."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from compression.engine.compress import compress
+from compression.pages.window import PAGE
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+from tests.test_compression import turn
+
+
+def _session(rows: int, title: str = "Pages"):
+    channel = create_channel(f"pages-{title}")[0]
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys", title=title)
+    session = session.session
+    services.append_messages(
+        session,
+        [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"row {i}"}
+            for i in range(1, rows)
+        ],
+        run_hooks=False,
+    )
+    return session
+
+
+def _positions(page: str) -> list[int]:
+    return [int(p) for p in re.findall(r'<span class="pos">#(\d+)</span>', page)]
+
+
+@pytest.fixture
+def long_session(db):
+    return _session(2 * PAGE + 50)  # positions 0-449
+
+
+def test_the_timeline_opens_at_the_latest_page_with_a_link_to_older_ones(
+    admin_client, long_session
+):
+    page = admin_client.get(reverse("console:timeline", args=[long_session.pk])).content.decode()
+    assert _positions(page) == list(range(250, 450))
+    assert "?before=250" in page and "?after=" not in page
+
+
+def test_older_newer_and_first_pages_follow_each_other(admin_client, long_session):
+    url = reverse("console:timeline", args=[long_session.pk])
+    older = admin_client.get(url, {"before": 250}).content.decode()
+    assert _positions(older) == list(range(50, 250))
+    assert "?before=50" in older and "?after=249" in older
+    first = admin_client.get(url, {"at": "head"}).content.decode()
+    assert _positions(first) == list(range(0, 200))
+    assert "?before=" not in first and "?after=199" in first
+    newer = admin_client.get(url, {"after": 199}).content.decode()
+    assert _positions(newer) == list(range(200, 400))
+
+
+def test_around_a_message_opens_the_page_centred_on_it(admin_client, long_session):
+    url = reverse("console:timeline", args=[long_session.pk])
+    page = admin_client.get(url, {"around": 123}).content.decode()
+    assert _positions(page) == list(range(23, 223))
+
+
+def test_an_archived_original_opens_on_its_summarys_page_of_originals(admin_client, db):
+    session = _session(2, "archived")
+    services.append_messages(session, [m for n in range(12) for m in turn(n)], run_hooks=False)
+    compress(session)
+    archived = Message.objects.filter(session=session).exclude(summarized_by=None)
+    original = archived.order_by("-position").first()  # not the first: its summary has that #
+    response = admin_client.get(
+        reverse("console:timeline", args=[session.pk]), {"around": original.position}
+    )
+    originals = reverse("console:originals", args=[session.pk, original.summarized_by_id])
+    assert response.status_code == 302
+    assert response["Location"] == f"{originals}?around={original.position}#m-{original.pk}"
+    page = admin_client.get(response["Location"]).content.decode()
+    assert f'id="m-{original.pk}"' in page
+    # A search hit links to the message itself, which finds its page.
+    hop = admin_client.get(reverse("console:message", args=[original.pk]))
+    assert hop["Location"] == response["Location"]
+    # The summary took its first original's position: that page shows the summary.
+    first = archived.order_by("position").first()
+    timeline = reverse("console:timeline", args=[session.pk])
+    page = admin_client.get(timeline, {"around": first.position})
+    assert page.status_code == 200
+    assert f'id="m-{first.summarized_by_id}"' in page.content.decode()
+    live = Message.objects.filter(session=session, active=True).last()
+    hop = admin_client.get(reverse("console:message", args=[live.pk]))
+    assert hop["Location"] == f"{timeline}?around={live.position}#m-{live.pk}"
+
+
+@pytest.mark.parametrize("value", ["-1", "x", "1e3", "99999999999", "٣"])
+def test_a_page_parameter_that_is_not_a_message_number_is_a_clear_400(
+    admin_client, long_session, value
+):
+    response = admin_client.get(
+        reverse("console:timeline", args=[long_session.pk]), {"before": value}
+    )
+    assert response.status_code == 400
+    assert "must be a message number" in response.content.decode()
+    assert "Traceback" not in response.content.decode()
+
+
+def test_a_page_costs_the_same_number_of_queries_in_a_short_and_a_long_session(admin_client, db):
+    counts = []
+    for rows in (30, 3 * PAGE):
+        session = _session(rows, f"q{rows}")
+        url = reverse("console:timeline", args=[session.pk])
+        admin_client.get(url)  # warm: the login session and content types
+        with CaptureQueriesContext(connection) as queries:
+            assert admin_client.get(url, {"around": 20}).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
