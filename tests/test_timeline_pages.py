@@ -118,3 +118,27 @@ def test_a_page_costs_the_same_number_of_queries_in_a_short_and_a_long_session(a
             assert admin_client.get(url, {"around": 20}).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+def test_tool_output_and_long_prompts_are_folded_with_their_size_and_short_rows_are_not(
+    admin_client, db
+):
+    channel = create_channel("readable")[0]
+    prompt = "\n".join(f"rule {i}: be precise" for i in range(40))
+    session = services.open_session(channel, model="gpt-4o", system_prompt=prompt).session
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    output = "\n".join(f"file_{i}.py" for i in range(30))
+    services.append_messages(
+        session,
+        [
+            {"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": output},
+        ],
+        run_hooks=False,
+    )
+    page = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    assert page.count('<details class="folded">') == 2  # the prompt and the tool output
+    assert "show all: 40 lines" in page and "show all: 30 lines" in page
+    assert 'class="text mono"' in page  # the tool output
+    assert '<div class="text">list the files</div>' in page  # short: as it is

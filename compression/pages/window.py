@@ -39,6 +39,25 @@ class Request:
         return cls(head=query.get("at") == "head", **values)
 
 
+# A row's text is folded past this many lines or characters: tool output, system prompts and
+# code after a few lines, conversation after a screenful.
+_SHORT = (8, 1_200)
+_LONG = (60, 8_000)
+
+
+def readable(rows: list[Message]) -> list[Message]:
+    """Mark each row for display: ``mono`` (tool output, code), ``folded`` (shown collapsed,
+    with ``lines`` and ``chars`` telling its size) and ``preview`` (its first lines)."""
+    for row in rows:
+        text = row.content or ""
+        row.lines, row.chars = text.count("\n") + 1, len(text)
+        row.mono = row.role == Message.Role.TOOL or "```" in text
+        max_lines, max_chars = _SHORT if row.mono or row.role == Message.Role.SYSTEM else _LONG
+        row.folded = row.lines > max_lines or row.chars > max_chars
+        row.preview = "\n".join(text.split("\n", 3)[:3])[:300] if row.folded else ""
+    return rows
+
+
 @dataclass(frozen=True)
 class Window:
     rows: list[Message]
@@ -67,7 +86,7 @@ def window(rows: QuerySet[Message], want: Request, page: int = PAGE) -> Window:
         found, more_before = before[:page][::-1], len(before) > page
         more_after = want.before is not None and forward.filter(position__gte=want.before).exists()
     return Window(
-        found,
+        readable(found),
         found[0].position if found and more_before else None,
         found[-1].position if found and more_after else None,
     )

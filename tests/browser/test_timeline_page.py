@@ -102,3 +102,27 @@ def test_the_compress_form_works_from_the_keyboard_alone(
     page.wait_for_selector(".flash")
     assert "Compression queued" in page.locator(".flash").inner_text()
     assert page.csp_violations == []
+
+
+def test_the_timeline_never_scrolls_sideways_at_390_px_and_folded_rows_open(
+    staff_login, page, live_server, compressed
+):
+    call = {"id": "wide", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+    services.append_messages(
+        compressed,
+        [
+            {"role": "user", "content": "x" * 5_000},  # one unbroken word
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "wide", "content": "\n".join(["y" * 400] * 20)},
+        ],
+        run_hooks=False,
+    )
+    staff_login()
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    folded = page.locator("details.folded").last
+    assert "20 lines" in folded.locator("summary").inner_text()
+    folded.locator("summary").click()
+    assert folded.locator("div.text.mono").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
