@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("sessions/<uuid:session_id>/", views.timeline, name="timeline"),
     path("messages/<int:message_id>/", views.message, name="message"),
+    path("sessions/<uuid:session_id>/events.json", views.events, name="events"),
     path(
         "sessions/<uuid:session_id>/summaries/<int:summary_id>/",
         views.originals,

@@ -103,7 +103,11 @@ def test_outsiders_are_sent_to_the_login_page_and_change_nothing(
         "non-staff user": lambda: _client(_user("visitor", staff=False, perms=("change_session",))),
         "gateway with a channel key": lambda: _client(HTTP_AUTHORIZATION=f"Bearer {key}"),
     }[who]()
-    for url in _pages(session):
+    for url in [
+        *_pages(session),
+        reverse("console:events", args=[session.pk]),  # JSON
+        reverse("console:message", args=[Message.objects.filter(session=session).first().pk]),
+    ]:
         response = client.get(url)
         assert response.status_code == 302, url
         assert response["Location"].startswith(reverse("admin:login")), url

@@ -142,3 +142,23 @@ def test_tool_output_and_long_prompts_are_folded_with_their_size_and_short_rows_
     assert "show all: 40 lines" in page and "show all: 30 lines" in page
     assert 'class="text mono"' in page  # the tool output
     assert '<div class="text">list the files</div>' in page  # short: as it is
+
+
+def test_after_compress_now_the_page_follows_and_the_events_endpoint_reports_it(admin_client, db):
+    from compression.models import CompressionEvent
+
+    session = _session(2, "follow")
+    services.append_messages(session, [m for n in range(12) for m in turn(n)], run_hooks=False)
+    before = CompressionEvent.objects.filter(session=session).count()
+    response = admin_client.post(reverse("console:compress", args=[session.pk]), {"focus": ""})
+    assert response.status_code == 302 and "?follow=" in response["Location"]
+    follow = response["Location"].split("?follow=")[1]
+    page = admin_client.get(response["Location"]).content.decode()
+    assert 'id="follow"' in page and f"events.json?after={follow}" in page
+    url = reverse("console:events", args=[session.pk])
+    landed = admin_client.get(url, {"after": follow}).json()["events"]
+    # The test worker runs tasks at once: the compression has already landed.
+    assert len(landed) == 1 and landed[0]["outcome"] in ("compressed", "fallback")
+    assert CompressionEvent.objects.filter(session=session).count() > before
+    assert admin_client.get(url, {"after": landed[0]["id"]}).json() == {"events": []}
+    assert admin_client.get(url, {"after": "x"}).status_code == 400

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -26,6 +26,11 @@ from compression.policy.triggers import enqueue_manual
 from sessions_app.models import Message, Session
 from sessions_app.services import reset_session
 from sessions_app.services.errors import NotFound
+
+
+def _event_id(text: str | None) -> int | None:
+    """An event id from the page's own follow/landed links; anything else is nothing."""
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 19 else None
 
 
 def _page_request(request: HttpRequest) -> PageRequest | HttpResponse:
@@ -64,6 +69,10 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
         "console/timeline.html",
         {
             "session": session,
+            "follow": _event_id(request.GET.get("follow")),
+            "landed": CompressionEvent.objects.filter(
+                session=session, pk=_event_id(request.GET.get("landed"))
+            ).first(),
             "page": page,
             "rows": page.rows,
             "threshold": threshold,
@@ -78,6 +87,36 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             )[:50],
             "chart": token_chart(session, threshold.tokens),
         },
+    )
+
+
+FOLLOWED = ("compressed", "fallback", "failed", "ineffective", "pruned", "reset")
+
+
+@staff_member_required
+def events(request: HttpRequest, session_id) -> JsonResponse:
+    """The session's events newer than ``?after=<event id>`` that end a compression (the
+    timeline's script polls this after *Compress now*); decisions are left out."""
+    session = get_object_or_404(Session, pk=session_id)
+    after = request.GET.get("after", "0")
+    if not (after.isascii() and after.isdigit()) or int(after) >= 2**63:
+        return JsonResponse({"detail": "“after” must be an event id such as 42."}, status=400)
+    found = CompressionEvent.objects.filter(
+        session=session, id__gt=int(after), outcome__in=FOLLOWED
+    ).order_by("id")[:20]
+    return JsonResponse(
+        {
+            "events": [
+                {
+                    "id": e.id,
+                    "trigger": e.get_trigger_display(),
+                    "outcome": e.outcome,
+                    "reason": e.reason,
+                    "created_at": e.created_at.isoformat(),
+                }
+                for e in found
+            ]
+        }
     )
 
 
@@ -163,6 +202,13 @@ CHANGE_SESSION = "sessions_app.change_session"
 def compress(request: HttpRequest, session_id) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
     form = CompressForm(request.POST)
+    last_event = (
+        CompressionEvent.objects.filter(session=session)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+        or 0
+    )
     if form.is_valid():
         try:
             enqueue_manual(
@@ -178,7 +224,9 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
         messages.error(request, f"Nothing was queued: {problems}")
         return redirect("console:timeline", session_id=session.pk)
     messages.success(request, "Compression queued; its event appears below when it is done.")
-    return redirect("console:timeline", session_id=session.pk)
+    # The page follows it: its script asks for events newer than the last one before it.
+    url = reverse("console:timeline", args=[session.pk])
+    return redirect(f"{url}?follow={last_event}")
 
 
 class CompressForm(forms.Form):

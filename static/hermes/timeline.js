@@ -14,3 +14,33 @@
   window.addEventListener("hashchange", reveal);
   document.addEventListener("DOMContentLoaded", reveal);
 })();
+
+// After "Compress now": ask for the events newer than the last one before it, every two
+// seconds for up to five minutes; when the compression's event lands, say so and show the page
+// again without the follow marker, which lists it.
+(function () {
+  function follow() {
+    var box = document.getElementById("follow");
+    if (!box) return;
+    var tries = 0;
+    function ask() {
+      tries += 1;
+      fetch(box.dataset.events, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (response) { return response.ok ? response.json() : { events: [] }; })
+        .then(function (body) {
+          if (body.events && body.events.length) {
+            var last = body.events[body.events.length - 1];
+            box.textContent = "Compression " + last.outcome + ": " + last.reason + " Showing it…";
+            window.location.replace(box.dataset.page + "?landed=" + last.id);
+          } else if (tries < 150) {
+            window.setTimeout(ask, 2000);
+          } else {
+            box.textContent = "The compression has not finished after five minutes; reload to check.";
+          }
+        })
+        .catch(function () { if (tries < 150) window.setTimeout(ask, 2000); });
+    }
+    ask();
+  }
+  document.addEventListener("DOMContentLoaded", follow);
+})();

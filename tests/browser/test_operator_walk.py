@@ -112,8 +112,8 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     markers_before = page.locator("figure.chart circle.marker").count()
     page.fill("input[name=focus]", "item-25")
     page.click("text=Compress now")
-    page.wait_for_selector(".flash")
-    assert "Compression queued" in page.locator(".flash").inner_text()
+    page.wait_for_selector("#landed")  # the page followed the compression until it landed
+    assert "The compression finished" in page.locator("#landed").inner_text()
     assert page.locator("figure.chart circle.marker").count() == markers_before + 1
     assert page.locator("li.is-summary").count() >= summaries_before
     session.refresh_from_db()
