@@ -187,7 +187,17 @@ def test_clear_guards_unlocks_a_session(staff, session):
     )
 
 
-def test_an_override_shows_the_threshold_it_makes(staff, session):
+def test_an_override_shows_the_threshold_it_makes_for_each_model_at_its_own_window(staff, session):
+    page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist")).content
+    # glm at 0.4: of glm-4.5's 131,072 floored at 64,000; of glm-4.6's 200,000, 80,000.
+    assert "glm-4.5 (131,072): 64,000; glm-4.6 (200,000): 80,000" in page.decode()
+    # A model only sessions use counts too, at the window those sessions have.
+    services.open_session(session.channel, model="zai/glm-5-air", context_window=1_000_000)
+    ModelThresholdOverride.objects.create(pattern="no-such-model", ratio=0.6)
     page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist"))
-    # glm at 0.4, set last: 0.4 of 128K floored at 64,000; of 200K 80,000; of 1M 400,000
-    assert "64,000 / 80,000 / 400,000" in page.content.decode()
+    text = page.content.decode()
+    assert "zai/glm-5-air (1,000,000): 400,000" in text
+    # No known model: the three reference windows.
+    assert "no known model matches; at 128K / 200K / 1M windows: 76,800 / 120,000 / 600,000" in (
+        text
+    )

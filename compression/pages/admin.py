@@ -39,6 +39,9 @@ class CompressionEventAdmin(ReadOnlyAdmin):
         return "—" if ratio is None else f"{ratio:.0%}"
 
 
+MODELS_SHOWN = 12
+
+
 @admin.register(ModelThresholdOverride)
 class ModelThresholdOverrideAdmin(HermesAdmin):
     list_display = (
@@ -54,21 +57,50 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
     search_fields = ("pattern", "note")
     readonly_fields = ("computed_threshold",)
 
-    @admin.display(description="threshold at 128K / 200K / 1M windows")
+    @admin.display(description="threshold for the models it matches, at their own windows")
     def computed_threshold(self, obj: ModelThresholdOverride) -> str:
-        """What this override makes the trigger fire at, after floors, raises and caps."""
-        from compression.policy.threshold import Override, compute_threshold
+        """What this override makes the trigger fire at, after floors and caps, for each model
+        it applies to (the catalog's and those of open sessions), at that model's own window;
+        with no known model matching, at 128K / 200K / 1M windows."""
+        from compression.policy.threshold import (
+            Override,
+            compute_threshold,
+            config_overrides,
+            match_override,
+            table_overrides,
+        )
         from hermes_site.config import get_config
+        from sessions_app.catalog import KNOWN_CONTEXT_WINDOWS
 
-        if obj.pk is None or obj.ratio is None:
+        if obj.pk is None or (obj.ratio is None and obj.threshold_tokens is None):
             return "—"
-        config = get_config().compression
-        override = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
-        values = [
-            compute_threshold(obj.pattern, window, config, [override]).tokens
-            for window in (128_000, 200_000, 1_000_000)
+        whole = get_config()
+        config = whole.compression
+        mine = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
+        others = [
+            o for o in config_overrides(config) + table_overrides() if o.pattern != obj.pattern
         ]
-        return " / ".join(f"{v:,}" for v in values)
+        models = dict(KNOWN_CONTEXT_WINDOWS)
+        in_use = Session.objects.order_by().values_list("model", "context_window").distinct()
+        models.update(dict(in_use[:MODELS_SHOWN]))
+        lines = []
+        for model, window in sorted(models.items()):
+            # The override applies where it is the one that wins for this model.
+            if match_override(model, [mine, *others], whole.model.provider) is not mine:
+                continue
+            threshold = compute_threshold(model, window, config, [mine, *others])
+            lines.append(f"{model} ({window:,}): {threshold.tokens:,}")
+        if not lines:
+            values = [
+                compute_threshold(obj.pattern, window, config, [mine]).tokens
+                for window in (128_000, 200_000, 1_000_000)
+            ]
+            return "no known model matches; at 128K / 200K / 1M windows: " + " / ".join(
+                f"{v:,}" for v in values
+            )
+        shown = lines[:MODELS_SHOWN]
+        more = f"; and {len(lines) - len(shown)} more" if len(lines) > len(shown) else ""
+        return "; ".join(shown) + more
 
 
 # --- Compression actions on the store's session admin -----------------------------------------
