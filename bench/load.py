@@ -54,7 +54,8 @@ GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
 AUDIT = """
 import django, json, sys, time
 django.setup()
-from django.db.models import Count
+from django.db.models import Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from compression.models import CompressionEvent
 from sessions_app.models import Message, Session
@@ -111,7 +112,8 @@ print(json.dumps({
     "summaries": summaries,
     "summary_events": events.exclude(summary_message=None).count(),
     "overlapping_runs": overlaps,
-    "outcomes": dict(CompressionEvent.objects.values_list("outcome").annotate(n=Count("id"))),
+    "outcomes": dict(CompressionEvent.objects.values_list("outcome").annotate(
+        n=Sum(Coalesce("repeats", 1)))),
 }))
 """
 

@@ -125,3 +125,11 @@ def test_the_timeline_lists_compressions_first_and_decisions_under_their_own_hea
     assert "compressed by hand" in compressions and "under the threshold" not in compressions
     assert "under the threshold" in decisions and "compressed by hand" not in decisions
     assert "\u00d74" in decisions  # times sign, then the count
+
+
+def test_the_dashboard_counts_every_repeat_of_a_decision(admin_client, session):
+    from django.urls import reverse
+
+    _append(session, 4)
+    page = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert "<td>token threshold (before call)</td><td>skipped</td><td>4</td>" in page

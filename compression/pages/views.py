@@ -10,7 +10,8 @@ from django import forms
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Count
+from django.db.models import Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -162,10 +163,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     bars, top = hourly_compressions()
     since = now - timedelta(hours=24)
-    by_trigger = (
-        CompressionEvent.objects.filter(created_at__gte=since)
+    by_trigger = (  # a repeated decision is one row that happened ``repeats`` times
+        CompressionEvent.objects.filter(last_at__gte=since)
         .values("trigger", "outcome")
-        .annotate(n=Count("id"))
+        .annotate(n=Sum(Coalesce("repeats", 1)))
         .order_by("trigger", "outcome")
     )
     labels = dict(CompressionEvent.Trigger.choices)
