@@ -104,3 +104,36 @@ def test_the_dashboard_counts_compressions_guards_and_the_largest_sessions(
     assert "Sessions in cooldown (1)" in page
     assert "Timeline" in page  # the largest sessions table
     assert "manual (API)" in page
+
+
+def test_the_dashboard_reads_at_a_glance(admin_client, compressed):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.models import Session
+
+    # Held back at 138% of its threshold: the dashboard says 138%, not 100%.
+    Session.objects.filter(pk=compressed.pk).update(
+        live_tokens=int(96_000 * 1.38), thrash_lock_until=timezone.now() + timedelta(minutes=10)
+    )
+    page = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert "1</strong> compression in the last 24 hours" in page
+    assert "100%</strong> with the local fallback summary" in page  # the test summariser
+    assert "138% of 96000 <strong>over</strong>" in page
+    assert "minutes left" in page  # the anti-thrash lock's time left
+    assert "compressions per hour (UTC)" in page and "swatch outcome-failed" in page
+    assert "<td>tl</td><td>1</td>" in page  # the channel, its one session
+
+
+def test_an_empty_dashboard_says_so(admin_client, db):
+    page = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert "No compressions in the last 24 hours." in page
+    assert "No sessions yet." in page and "No channels yet." in page
+
+
+def test_the_admin_header_links_to_the_console_and_the_console_back(admin_client, db):
+    admin = admin_client.get(reverse("admin:index")).content.decode()
+    assert f'href="{reverse("console:dashboard")}">Console</a>' in admin
+    console = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert f'href="{reverse("admin:index")}">Admin</a>' in console

@@ -141,8 +141,15 @@ class Bar:
     css: str
 
 
-def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int]:
-    """Compressions per hour over the last ``hours``, one bar segment per outcome."""
+@dataclass(frozen=True)
+class Tick:
+    x: float
+    label: str
+
+
+def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int, list[Tick]]:
+    """Compressions per hour over the last ``hours``, one bar segment per outcome; the x-axis
+    ticks (every sixth hour, UTC)."""
     since = timezone.now() - timedelta(hours=hours)
     rows = (
         CompressionEvent.objects.filter(
@@ -160,6 +167,10 @@ def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int]:
     first = (timezone.now() - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
     slot = (WIDTH - 2 * PAD) / hours
     bars = []
+    ticks = [
+        Tick(round(PAD + i * slot + slot / 2, 1), f"{first + timedelta(hours=i):%H}:00")
+        for i in range(0, hours, 6)
+    ]
     for i in range(hours):
         hour = first + timedelta(hours=i)
         counts = per_hour.get(hour, {})
@@ -179,4 +190,4 @@ def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int]:
                     outcome,
                 )
             )
-    return bars, top
+    return bars, top, ticks

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from compression.models import CompressionEvent
+from compression.pages import stats
 from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
 from compression.pages.window import BadPage, window
 from compression.pages.window import Request as PageRequest
@@ -161,7 +162,7 @@ def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse
 @staff_member_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    bars, top = hourly_compressions()
+    bars, top, ticks = hourly_compressions()
     since = now - timedelta(hours=24)
     by_trigger = (  # a repeated decision is one row that happened ``repeats`` times
         CompressionEvent.objects.filter(last_at__gte=since)
@@ -178,6 +179,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         {
             "bars": bars,
             "top": top,
+            "ticks": ticks,
+            "day": stats.last_day(since),
+            "channels": stats.per_channel(since),
             "by_trigger": [
                 {**row, "label": labels.get(row["trigger"], row["trigger"])} for row in by_trigger
             ],
@@ -185,7 +189,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "cooling_count": cooling.count(),
             "locked": locked.order_by("thrash_lock_until")[:50],
             "locked_count": locked.count(),
-            "largest": Session.objects.select_related("channel").order_by("-live_tokens")[:10],
+            "largest": stats.nearest_threshold(),
             "width": WIDTH,
             "height": HEIGHT,
             "pad": PAD,

@@ -89,8 +89,7 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     assert original.kind == "archived"
     page.click(f"#hit-{original.pk} .meta a")
     target = page.locator(f"#m-{original.pk}")
-    target.wait_for(state="visible")
-    assert "targeted" in target.get_attribute("class")
+    page.wait_for_selector(f"#m-{original.pk}.targeted")  # its script marks it when loaded
     assert target.is_visible() and "kubernetes" in target.inner_text()
     screenshot("2-hit-in-timeline", full_page=False)
 

@@ -41,9 +41,7 @@ def test_a_search_hit_opens_the_timeline_at_the_archived_original(
     page.goto(f"{live_server.url}/console/search/?q=zanzibar-fact")
     page.click(f"#hit-{original.pk} .meta a")
     assert original.kind == "archived"
-    target = page.locator(f"#m-{original.pk}")
-    target.wait_for(state="visible")
-    assert "targeted" in target.get_attribute("class")
+    page.wait_for_selector(f"#m-{original.pk}.targeted")  # its script marks it when loaded
     assert page.evaluate("window.__xss") is None and page.dialogs == []
     screenshot("hit-in-timeline", full_page=False)
 

@@ -1,0 +1,106 @@
+"""What the dashboard reads at a glance: the last day's compressions in numbers, the sessions
+nearest (or over) their threshold, and each channel's share. Every query is bounded: aggregates,
+or the few largest sessions."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, F, Q, Sum
+
+from compression.models import CompressionEvent
+from compression.policy.threshold import threshold_for
+from sessions_app.models import Channel, Session
+
+DONE = ("compressed", "fallback")
+LATENCY_SAMPLE = 5_000  # the newest compressions whose durations make the latency figures
+SESSIONS_CHECKED = 25
+
+
+@dataclass(frozen=True)
+class Day:
+    compressions: int
+    fallbacks: int
+    failures: int
+    tokens_saved: int
+    latency_p50_ms: int | None
+    latency_p95_ms: int | None
+
+    @property
+    def fallback_rate(self) -> float | None:
+        return self.fallbacks / self.compressions if self.compressions else None
+
+
+def last_day(since: datetime) -> Day:
+    recent = CompressionEvent.objects.filter(created_at__gte=since)
+    counts = recent.aggregate(
+        done=Count("id", filter=Q(outcome__in=DONE)),
+        fallbacks=Count("id", filter=Q(outcome="fallback")),
+        failures=Count("id", filter=Q(outcome="failed")),
+        saved=Sum(
+            F("tokens_before") - F("tokens_after"),
+            filter=Q(outcome__in=DONE, tokens_before__isnull=False, tokens_after__isnull=False),
+        ),
+    )
+    durations = sorted(
+        recent.filter(outcome__in=DONE, duration_ms__isnull=False)
+        .order_by("-created_at")
+        .values_list("duration_ms", flat=True)[:LATENCY_SAMPLE]
+    )
+    p95 = None
+    if len(durations) >= 2:
+        p95 = int(statistics.quantiles(durations, n=20)[-1])
+    elif durations:
+        p95 = durations[0]
+    return Day(
+        counts["done"],
+        counts["fallbacks"],
+        counts["failures"],
+        max(0, counts["saved"] or 0),
+        int(statistics.median(durations)) if durations else None,
+        p95,
+    )
+
+
+@dataclass(frozen=True)
+class Size:
+    session: Session
+    threshold: int
+    percent: int
+
+    @property
+    def over(self) -> bool:
+        return self.percent >= 100
+
+
+def nearest_threshold(limit: int = 10) -> list[Size]:
+    """The largest sessions by live tokens, with their real share of their own threshold (over
+    100% when a guard or a failing summariser holds them back)."""
+    largest = Session.objects.select_related("channel").order_by("-live_tokens")
+    sizes = []
+    for session in largest[:SESSIONS_CHECKED]:
+        threshold = threshold_for(session).tokens
+        sizes.append(Size(session, threshold, round(100 * session.live_tokens / max(1, threshold))))
+    return sorted(sizes, key=lambda s: -s.percent)[:limit]
+
+
+def per_channel(since: datetime) -> list[dict]:
+    """Each channel (the 50 largest): its sessions, their live tokens, its compressions."""
+    channels = list(
+        Channel.objects.annotate(
+            session_count=Count("sessions", distinct=True), live_tokens=Sum("sessions__live_tokens")
+        )
+        .order_by("-live_tokens", "name")
+        .values("pk", "name", "session_count", "live_tokens")[:50]
+    )
+    done = dict(
+        CompressionEvent.objects.filter(created_at__gte=since, outcome__in=DONE)
+        .values_list("session__channel")
+        .annotate(n=Count("id"))
+    )
+    for channel in channels:
+        channel["compressions"] = done.get(channel["pk"], 0)
+        channel["live_tokens"] = channel["live_tokens"] or 0
+    return channels
