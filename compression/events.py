@@ -69,6 +69,9 @@ def record_repeatable(
     :func:`shape_of`), that row counts one more and takes the new numbers, in one statement;
     otherwise a new row. Every append writes a decision, and a session held back by a
     cooldown would otherwise fill the trail with identical rows."""
+    if outcome not in CompressionEvent.DECISIONS:  # a reset, say: each one is a row of its own
+        record_event(session, trigger, outcome, reason, path=path, **fields)
+        return
     shape = shape_of(trigger, outcome, path, reason)
     fields.setdefault("tokens_before", session.live_tokens)
     fields.setdefault("messages_before", session.live_messages)

@@ -137,3 +137,15 @@ def test_the_admin_header_links_to_the_console_and_the_console_back(admin_client
     assert f'href="{reverse("console:dashboard")}">Console</a>' in admin
     console = admin_client.get(reverse("console:dashboard")).content.decode()
     assert f'href="{reverse("admin:index")}">Admin</a>' in console
+
+
+def test_a_reset_from_the_console_is_an_event_and_a_mark_on_the_chart(admin_client, compressed):
+    admin_client.post(reverse("console:reset", args=[compressed.pk]))
+    event = CompressionEvent.objects.get(session=compressed, outcome="reset")
+    assert event.trigger == "manual_admin" and event.rows_archived > 0
+    assert "reset from the console by" in event.reason
+    page = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
+    assert 'class="marker outcome-reset"' in page
+    # A second reset is a row of its own, not a repeat.
+    admin_client.post(reverse("console:reset", args=[compressed.pk]))
+    assert CompressionEvent.objects.filter(session=compressed, outcome="reset").count() == 2

@@ -97,7 +97,7 @@ def token_chart(session: Session, threshold: int) -> TokenChart:
     series = live_tokens_series(session) if exact else events_series(session)
     events = list(
         CompressionEvent.objects.filter(
-            session=session, outcome__in=("compressed", "fallback")
+            session=session, outcome__in=("compressed", "fallback", "reset")
         ).order_by("-created_at")[:EVENT_POINTS]
     )[::-1]
     if not series:
@@ -121,6 +121,8 @@ def token_chart(session: Session, threshold: int) -> TokenChart:
             label += f"{event.tokens_after:,} tokens (saved {saved:.0%})"
         else:
             label = event.get_trigger_display()
+        if event.outcome == "reset":
+            label = f"reset ({event.get_trigger_display()}): {event.reason}"
         markers.append(
             Marker(
                 x(min(max(event.created_at, start), end)),
