@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.db import OperationalError, connections, transaction
@@ -63,13 +66,16 @@ def _write(n: int) -> int:
     return n
 
 
-def test_a_second_thread_waits_its_turn_and_writes_when_the_first_commits(gated_database):
+@contextmanager
+def _another_writer_holds_the_lock(row: int | None = None) -> Iterator[threading.Event]:
+    """A thread inside a write transaction (having written ``row``, if given) until the yielded
+    event is set; it commits then."""
     started, finish = threading.Event(), threading.Event()
-    out: dict = {}
 
     def long_writer():
         with transaction.atomic(using=ALIAS), connections[ALIAS].cursor() as cursor:
-            cursor.execute("INSERT INTO t VALUES (1)")
+            if row is not None:
+                cursor.execute("INSERT INTO t VALUES (%s)", [row])
             started.set()
             finish.wait(10)
         connections[ALIAS].close()
@@ -77,15 +83,22 @@ def test_a_second_thread_waits_its_turn_and_writes_when_the_first_commits(gated_
     first = threading.Thread(target=long_writer)
     first.start()
     started.wait(10)
+    try:
+        yield finish
+    finally:
+        finish.set()
+        first.join(10)
 
-    def second():
-        out.update(_in_thread(lambda: _write(2)))
 
-    waiter = threading.Thread(target=second)
-    waiter.start()
-    finish.set()  # released well within the 0.3 s timeout
-    first.join(10)
-    waiter.join(10)
+def test_a_second_thread_waits_its_turn_and_writes_when_the_first_commits(gated_database):
+    out: dict = {}
+    with _another_writer_holds_the_lock(row=1) as finish:
+        waiter = threading.Thread(target=lambda: out.update(_in_thread(lambda: _write(2))))
+        waiter.start()
+        time.sleep(0.1)  # the waiter is now queued on the gate (its timeout is 0.3 s)
+        assert not out
+        finish.set()
+        waiter.join(10)
     assert out == {"value": 2}
     with connections[ALIAS].cursor() as cursor:
         cursor.execute("SELECT n FROM t ORDER BY n")
@@ -95,22 +108,8 @@ def test_a_second_thread_waits_its_turn_and_writes_when_the_first_commits(gated_
 def test_a_writer_that_waits_past_the_busy_timeout_gets_a_clear_database_is_locked(
     gated_database,
 ):
-    started, finish = threading.Event(), threading.Event()
-
-    def long_writer():
-        with transaction.atomic(using=ALIAS):
-            started.set()
-            finish.wait(10)
-        connections[ALIAS].close()
-
-    first = threading.Thread(target=long_writer)
-    first.start()
-    started.wait(10)
-    try:
+    with _another_writer_holds_the_lock():
         out = _in_thread(lambda: _write(2))
-    finally:
-        finish.set()
-        first.join(10)
     assert isinstance(out["error"], OperationalError)
     assert "database is locked" in str(out["error"])
     assert "server.sqlite_busy_timeout_seconds" in str(out["error"])
