@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import OperationalError, connections, transaction
 
-from hermes_site.sqlite_backend.gate import GateTimeout, WriteGate
+from hermes_site.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
 
 ALIAS = "gate_test"
 
@@ -168,3 +168,27 @@ def test_writers_in_other_processes_queue_on_the_gate_file(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_process_forked_while_a_thread_held_the_gate_starts_with_it_free(tmp_path):
+    import multiprocessing
+
+    gate = gate_for(str(tmp_path / "db.sqlite3"))  # as the backend gets it
+    gate.acquire(1)  # held by this process's thread at the fork
+
+    def child(result):
+        try:
+            gate.acquire(5)  # waits for the parent's file lock, not for a copied thread lock
+            gate.release()
+            result.put("acquired")
+        except GateTimeout:
+            result.put("timed out")
+
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    process = context.Process(target=child, args=(result,))
+    process.start()
+    time.sleep(0.2)
+    gate.release()  # the parent lets go: the child's turn
+    process.join(10)
+    assert result.get(timeout=5) == "acquired"

@@ -12,6 +12,7 @@ correctness; the gate only decides who asks next, and a writer that does not use
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
@@ -64,11 +65,32 @@ class WriteGate:
             if self._fd is not None and self._pid == os.getpid():
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
-            self._threads.release()
+            if self._threads.locked():  # not after a fork reset it (see _after_fork)
+                self._threads.release()
+
+    def _after_fork(self) -> None:
+        """In a forked child (gunicorn's and django-q2's workers): a lock another thread of the
+        parent held at the fork would be held for ever here, and the parent's file description
+        is the parent's. Start afresh."""
+        self._threads = threading.Lock()
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd, self._pid = None, 0
 
 
 _gates: dict[str, WriteGate] = {}
 _gates_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    global _gates_lock
+    _gates_lock = threading.Lock()
+    for gate in _gates.values():
+        gate._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def gate_for(database: str) -> WriteGate:
