@@ -71,3 +71,22 @@ def test_setup_demo_can_run_again_without_duplicating_anything(db):
     assert "already loaded" in output
     assert "exists" in output
     assert len(KEY.findall(output)) == 1
+
+
+def test_the_demo_conversation_is_dated_over_its_two_weeks_in_order(db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    run("setup_demo")
+    main = Session.objects.get(external_id="demo-main")
+    times = list(
+        Message.objects.filter(session=main)
+        .order_by("position")
+        .values_list("created_at", flat=True)
+    )
+    assert times == sorted(times)
+    assert times[-1] - times[0] >= timedelta(days=13, hours=23)
+    assert timezone.now() - times[-1] < timedelta(minutes=5)
+    main.refresh_from_db()
+    assert main.created_at == times[0]

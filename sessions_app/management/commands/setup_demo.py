@@ -7,18 +7,37 @@ demo key (older ones stay valid) because a key's plaintext can only ever be show
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
+from django.utils import timezone
 
 from sessions_app.demo.conversation import build_demo_conversation, build_small_conversation
 from sessions_app.keys import issue_key
-from sessions_app.models import Channel, Session
+from sessions_app.models import Channel, Message, Session
 from sessions_app.services import append_messages, open_session
 
 DEMO_CHANNEL = "demo"
 BATCH = 200
+DEMO_DAYS = 14  # the long conversation is two weeks of work; the short one, a day
+
+
+def _spread_over(session: Session, days: float) -> None:
+    """Date the loaded messages as the history they are: evenly over the last ``days``, in
+    order, the newest now (the timeline and its token chart then show two weeks, not a
+    second)."""
+    rows = list(Message.objects.filter(session=session).order_by("position").only("id"))
+    if len(rows) < 2:
+        return
+    end = timezone.now()
+    start = end - timedelta(days=days)
+    step = (end - start) / (len(rows) - 1)
+    for i, row in enumerate(rows):
+        row.created_at = start + step * i
+    Message.objects.bulk_update(rows, ["created_at"], batch_size=500)
+    Session.objects.filter(pk=session.pk).update(created_at=start, last_activity_at=end)
 
 
 class Command(BaseCommand):
@@ -76,6 +95,7 @@ class Command(BaseCommand):
             for start in range(0, len(messages), BATCH):
                 # An import of past history, not a live conversation: no automatic triggers.
                 append_messages(session, messages[start : start + BATCH], run_hooks=False)
+            _spread_over(session, DEMO_DAYS if external_id == "demo-main" else 1)
         return (
             f"Demo session {session.id}: {session.total_messages} messages, "
             f"{session.live_tokens:,} tokens"
