@@ -111,3 +111,17 @@ def test_a_page_of_originals_reads_the_originals_index_without_sorting(session):
     plan = _plan(query[:201])
     assert "msg_originals" in plan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+
+
+def test_counting_a_repeated_decision_seeks_the_sessions_newest_event(session):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's plan; PostgreSQL uses the same (session, -created_at) index")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM compression_compressionevent WHERE session_id = %s"
+            " ORDER BY created_at DESC, id DESC LIMIT 1",
+            [session.pk.hex],
+        )
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    assert "SEARCH compression_compressionevent USING COVERING INDEX" in plan, plan
+    assert "RIGHT PART OF ORDER BY" in plan or "TEMP B-TREE" not in plan, plan  # ties only

@@ -162,3 +162,35 @@ def test_after_compress_now_the_page_follows_and_the_events_endpoint_reports_it(
     assert CompressionEvent.objects.filter(session=session).count() > before
     assert admin_client.get(url, {"after": landed[0]["id"]}).json() == {"events": []}
     assert admin_client.get(url, {"after": "x"}).status_code == 400
+
+
+def test_an_empty_session_and_a_summary_without_originals_have_pages_that_say_so(admin_client, db):
+    channel = create_channel("empty")[0]
+    empty = services.open_session(channel, model="gpt-4o").session  # no system prompt: 0 rows
+    page = admin_client.get(reverse("console:timeline", args=[empty.pk]))
+    assert page.status_code == 200 and "No messages here." in page.content.decode()
+    assert "?before=" not in page.content.decode()
+    session = _session(2, "lonely")
+    summary = Message.objects.create(
+        session=session,
+        channel_id=session.channel_id,
+        position=1,
+        role="user",
+        content="s",
+        is_summary=True,
+    )
+    page = admin_client.get(reverse("console:originals", args=[session.pk, summary.pk]))
+    assert "This summary replaced no stored rows." in page.content.decode()
+
+
+def test_the_dashboard_costs_the_same_queries_for_3_and_30_sessions(admin_client, db):
+    counts = []
+    for n in (3, 30):
+        channel = create_channel(f"many-{n}")[0]
+        for _ in range(n - len(counts) * 3):
+            services.open_session(channel, model="gpt-4o", system_prompt="sys")
+        admin_client.get(reverse("console:dashboard"))
+        with CaptureQueriesContext(connection) as queries:
+            admin_client.get(reverse("console:dashboard"))
+        counts.append(len(queries))
+    assert counts[0] == counts[1]

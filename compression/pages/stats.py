@@ -11,10 +11,11 @@ from datetime import datetime
 from django.db.models import Count, F, Q, Sum
 
 from compression.models import CompressionEvent
-from compression.policy.threshold import threshold_for
+from compression.policy.guards import DONE
+from compression.policy.threshold import config_overrides, table_overrides, threshold_for
+from hermes_site.config import get_config
 from sessions_app.models import Channel, Session
 
-DONE = ("compressed", "fallback")
 LATENCY_SAMPLE = 5_000  # the newest compressions whose durations make the latency figures
 SESSIONS_CHECKED = 25
 
@@ -79,9 +80,10 @@ def nearest_threshold(limit: int = 10) -> list[Size]:
     """The largest sessions by live tokens, with their real share of their own threshold (over
     100% when a guard or a failing summariser holds them back)."""
     largest = Session.objects.select_related("channel").order_by("-live_tokens")
+    overrides = config_overrides(get_config().compression) + table_overrides()  # read once
     sizes = []
     for session in largest[:SESSIONS_CHECKED]:
-        threshold = threshold_for(session).tokens
+        threshold = threshold_for(session, overrides).tokens
         sizes.append(Size(session, threshold, round(100 * session.live_tokens / max(1, threshold))))
     return sorted(sizes, key=lambda s: -s.percent)[:limit]
 

@@ -22,7 +22,7 @@ from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.pages import stats
 from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
-from compression.pages.window import BadPage, window
+from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import enqueue_manual
@@ -33,7 +33,7 @@ from sessions_app.services.errors import NotFound
 
 def _event_id(text: str | None) -> int | None:
     """An event id from the page's own follow/landed links; anything else is nothing."""
-    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 19 else None
+    return number(text, 2**63)
 
 
 def _page_request(request: HttpRequest) -> PageRequest | HttpResponse:
@@ -101,11 +101,11 @@ def events(request: HttpRequest, session_id) -> JsonResponse:
     """The session's events newer than ``?after=<event id>`` that end a compression (the
     timeline's script polls this after *Compress now*); decisions are left out."""
     session = get_object_or_404(Session, pk=session_id)
-    after = request.GET.get("after", "0")
-    if not (after.isascii() and after.isdigit()) or int(after) >= 2**63:
+    after = _event_id(request.GET.get("after", "0"))
+    if after is None:
         return JsonResponse({"detail": "“after” must be an event id such as 42."}, status=400)
     found = CompressionEvent.objects.filter(
-        session=session, id__gt=int(after), outcome__in=FOLLOWED
+        session=session, id__gt=after, outcome__in=FOLLOWED
     ).order_by("id")[:20]
     return JsonResponse(
         {
@@ -243,7 +243,7 @@ class CompressForm(forms.Form):
         text = self.cleaned_data["around"].removeprefix("#")
         if not text:
             return None
-        if not (text.isascii() and text.isdigit()) or int(text) >= 2**31:
+        if number(text) is None:
             raise forms.ValidationError(
                 f"“around” must be a message number such as 42, not {text!r}."
             )

@@ -15,6 +15,15 @@ PAGE = 200
 _MAX_POSITION = 2**31
 
 
+def number(text: str | None, below: int = _MAX_POSITION) -> int | None:
+    """A non-negative decimal number under ``below`` (ASCII digits only: int() would also take
+    other scripts' digits, signs and spaces), else None."""
+    if not text or not (text.isascii() and text.isdigit()) or len(text) > len(str(below)):
+        return None
+    value = int(text)
+    return value if value < below else None
+
+
 class BadPage(ValueError):
     """A page parameter that is not a message number."""
 
@@ -33,7 +42,7 @@ class Request:
             text = query.get(name, "").strip().removeprefix("#")
             if not text:
                 continue
-            if not (text.isascii() and text.isdigit()) or int(text) >= _MAX_POSITION:
+            if number(text) is None:
                 raise BadPage(f"“{name}” must be a message number such as 42, not {text!r}.")
             values[name] = int(text)
         return cls(head=query.get("at") == "head", **values)

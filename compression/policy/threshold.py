@@ -167,12 +167,15 @@ def server_compact_threshold(session) -> int:
     ).tokens
 
 
-def threshold_for(session) -> Threshold:
+def threshold_for(session, overrides: list[Override] | None = None) -> Threshold:
+    """``overrides``: the configured and table overrides, when the caller read them already
+    (for many sessions at once); else read here."""
     from hermes_site.config import get_config
 
     whole = get_config()
     config = whole.compression
-    overrides = config_overrides(config) + table_overrides()
+    if overrides is None:
+        overrides = config_overrides(config) + table_overrides()
     return compute_threshold(
         session.model, session.context_window, config, overrides, provider=whole.model.provider
     )
