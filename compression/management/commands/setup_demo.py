@@ -1,7 +1,10 @@
 """``manage.py setup_demo``: an operator login, a demo channel key and demo conversations.
 
-Safe to run again: existing users, channels and demo sessions are kept; each run issues a fresh
-demo key (older ones stay valid) because a key's plaintext can only ever be shown once.
+The long conversation is lived through the automatic triggers at the times it tells of
+(``compression.demo``), so it arrives compressed as it would have been; the short one is loaded
+as an import of past history. Safe to run again: existing users, channels and demo sessions
+are kept; each run issues a fresh demo key (older ones stay valid) because a key's plaintext can
+only ever be shown once.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
+from compression.demo import play
 from sessions_app.demo.conversation import build_demo_conversation, build_small_conversation
 from sessions_app.keys import issue_key
 from sessions_app.models import Channel, Message, Session
@@ -22,6 +26,9 @@ from sessions_app.services import append_messages, open_session
 DEMO_CHANNEL = "demo"
 BATCH = 200
 DEMO_DAYS = 14  # the long conversation is two weeks of work; the short one, a day
+# The long conversation's gateway caps its model's context at 32K tokens (declared, as a gateway
+# may): its ~130K tokens then cross the threshold several times as it grows.
+DEMO_WINDOW = 32_768
 
 
 def _spread_over(session: Session, days: float) -> None:
@@ -83,6 +90,22 @@ class Command(BaseCommand):
         existing = Session.objects.filter(channel=channel, external_id=external_id).first()
         if existing is not None:
             return f"Demo session {existing.id} already loaded ({existing.total_messages} messages)"
+        if external_id == "demo-main":
+            session = open_session(
+                channel,
+                model=conversation["model"],
+                context_window=DEMO_WINDOW,
+                system_prompt=conversation["system_prompt"],
+                title=conversation["title"],
+                external_id=external_id,
+            ).session
+            # Turn by turn, each its own transaction, so the triggers' tasks run as they would.
+            play(session, conversation["messages"], days=DEMO_DAYS)
+            session.refresh_from_db()
+            return (
+                f"Demo session {session.id}: {session.total_messages} messages, "
+                f"{session.compressions} compressions, {session.live_tokens:,} live tokens"
+            )
         with transaction.atomic():
             session = open_session(
                 channel,
@@ -95,7 +118,7 @@ class Command(BaseCommand):
             for start in range(0, len(messages), BATCH):
                 # An import of past history, not a live conversation: no automatic triggers.
                 append_messages(session, messages[start : start + BATCH], run_hooks=False)
-            _spread_over(session, DEMO_DAYS if external_id == "demo-main" else 1)
+            _spread_over(session, 1)
         return (
             f"Demo session {session.id}: {session.total_messages} messages, "
             f"{session.live_tokens:,} tokens"
