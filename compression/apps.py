@@ -11,13 +11,15 @@ class CompressionConfig(AppConfig):
         policy's threshold and the paths' compactors, and the policy the paths' pruner, through
         hooks -- so no lower layer imports a higher one."""
         from compression.engine import hooks as engine_hooks
+        from compression.events import record_reset
         from compression.paths import codex, pruning
         from compression.policy import hooks as policy_hooks
         from compression.policy import triggers
         from compression.policy.threshold import threshold_for
-        from sessions_app.hooks import register_after_append
+        from sessions_app.hooks import register_after_append, register_after_reset
 
         register_after_append(triggers.after_append_hook, prepare=triggers.prepare_append)
+        register_after_reset(record_reset)
         engine_hooks.register_target(lambda session: threshold_for(session).tokens)
         engine_hooks.register_compactor("codex", codex.compact_thread)
         policy_hooks.register_pruner(pruning.prune)

@@ -128,3 +128,26 @@ def trim_decisions(now: datetime | None = None) -> int:
             return trimmed
         with transaction.atomic():
             trimmed += CompressionEvent.objects.filter(pk__in=ids).delete()[0]
+
+
+RESET_BY = {
+    CompressionEvent.Trigger.MANUAL_API: "reset through the API",
+    CompressionEvent.Trigger.MANUAL_ADMIN: "reset by an operator",
+    CompressionEvent.Trigger.EXHAUSTION: "compression exhausted: session reset",
+}
+
+
+def record_reset(
+    session: Session, archived: int, tokens_before: int, source: str, note: str
+) -> CompressionEvent:
+    """The store's reset hook: every reset is on the trail (and the chart), whoever asked."""
+    said = note or RESET_BY.get(source, "reset")
+    return record_event(
+        session,
+        source,
+        CompressionEvent.Outcome.RESET,
+        f"{said}: {archived} rows archived",
+        tokens_before=tokens_before,
+        tokens_after=session.live_tokens,
+        rows_archived=archived,
+    )

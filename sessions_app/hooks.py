@@ -8,7 +8,9 @@ from typing import Any
 
 AfterAppend = Callable[[Any, dict[str, Any] | None, Any], list[dict[str, str]]]
 Prepare = Callable[[Any], Any]
+AfterReset = Callable[[Any, int, int, str, str], None]
 _after_append: list[tuple[AfterAppend, Prepare | None]] = []
+_after_reset: list[AfterReset] = []
 
 
 def register_after_append(hook: AfterAppend, prepare: Prepare | None = None) -> None:
@@ -30,3 +32,15 @@ def after_append(
     for i, (hook, _) in enumerate(_after_append):
         decisions.extend(hook(session, usage, prepared[i] if prepared else None))
     return decisions
+
+
+def register_after_reset(hook: AfterReset) -> None:
+    """``hook(session, archived, tokens_before, source, note)`` runs inside the reset's
+    transaction: every reset, whoever asked for it, is then on the session's trail."""
+    if all(hook is not h for h in _after_reset):
+        _after_reset.append(hook)
+
+
+def after_reset(session: Any, archived: int, tokens_before: int, source: str, note: str) -> None:
+    for hook in _after_reset:
+        hook(session, archived, tokens_before, source, note)

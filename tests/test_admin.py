@@ -162,6 +162,10 @@ def test_reset_asks_for_confirmation_first(staff, session):
     assert "message(s) archived" in done.content.decode()
     assert session.messages.filter(active=True).count() == 1  # the system prompt
     assert session.messages.count() == 7  # nothing deleted
+    (event,) = CompressionEvent.objects.filter(session=session, outcome="reset")
+    assert event.trigger == "manual_admin"
+    assert event.reason.startswith("reset from the admin by ")
+    assert event.rows_archived == live_before - 1
 
 
 def test_clear_guards_unlocks_a_session(staff, session):

@@ -147,6 +147,22 @@ def test_reset_with_an_empty_body_archives_and_keeps_the_system_prompt(gateway, 
     assert archived[0]["content"] == "用Django写代码 please"
 
 
+def test_a_reset_through_the_api_is_on_the_session_s_trail_with_what_it_archived(
+    gateway, opened
+):
+    from compression.models import CompressionEvent
+
+    sid = opened["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": TOOL_TURN})
+    before = Session.objects.get(pk=sid).live_tokens
+    gateway.post(f"/sessions/{sid}/reset")
+    event = CompressionEvent.objects.get(session_id=sid, outcome="reset")
+    assert event.trigger == "manual_api"
+    assert event.reason == "reset through the API: 4 rows archived"
+    assert (event.tokens_before, event.rows_archived) == (before, 4)
+    assert event.tokens_after == Session.objects.get(pk=sid).live_tokens < before
+
+
 def test_a_turn_without_a_chat_model_is_503_with_what_to_configure(gateway, opened):
     response = gateway.post(f"/sessions/{opened['id']}/turn", {"content": "hi"})
     assert response.status_code == 503

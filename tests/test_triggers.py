@@ -623,6 +623,8 @@ def test_exhaustion_without_a_good_summary_keeps_only_the_system_prompt(gw, conf
     assert session.failure_streak == 0 and session.last_prompt_tokens is None
     assert Message.objects.filter(session=session).count() == total  # nothing deleted
     assert_consistent(session)
+    (reset,) = events(sid, outcome="reset")  # once: by the reset hook, not again by the caller
+    assert reset.trigger == "exhaustion" and reset.reason.startswith("compression exhausted")
 
 
 def test_an_oversized_turn_message_is_refused_before_anything_runs(

@@ -188,7 +188,11 @@ class CompressingSessionAdmin(SessionAdmin):
                     "opts": self.model._meta,
                 },
             )
-        archived = sum(reset_session(session) for session in queryset)
+        note = f"reset from the admin by {request.user.get_username()}"
+        archived = sum(
+            reset_session(session, source=CompressionEvent.Trigger.MANUAL_ADMIN, note=note)
+            for session in queryset
+        )
         self.message_user(
             request,
             f"Reset {queryset.count()} session(s); {archived} message(s) archived (still "

@@ -18,7 +18,6 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.pages import stats
 from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
@@ -256,17 +255,10 @@ class CompressForm(forms.Form):
 def reset(request: HttpRequest, session_id) -> HttpResponse:
     session = get_object_or_404(Session, pk=session_id)
     if request.method == "POST":
-        before = session.live_tokens
-        archived = reset_session(session)
-        session.refresh_from_db()
-        record_event(
+        archived = reset_session(
             session,
-            CompressionEvent.Trigger.MANUAL_ADMIN,
-            CompressionEvent.Outcome.RESET,
-            f"reset from the console by {request.user.get_username()}: {archived} rows archived",
-            tokens_before=before,
-            tokens_after=session.live_tokens,
-            rows_archived=archived,
+            source=CompressionEvent.Trigger.MANUAL_ADMIN,
+            note=f"reset from the console by {request.user.get_username()}",
         )
         messages.success(request, f"Session reset: {archived} message(s) archived (searchable).")
         return redirect("console:timeline", session_id=session.pk)

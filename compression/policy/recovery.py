@@ -69,8 +69,12 @@ def reset_after_exhaustion(session: Session) -> int:
             .order_by("-position", "-id")
             .first()
         )
-        if good is None:
-            archived = reset_session(locked)
+        # A whole reset is recorded by the reset hook, as every reset; a partial one here.
+        whole = good is None
+        if whole:
+            archived = reset_session(
+                locked, source=Trigger.EXHAUSTION, note="compression exhausted: session reset"
+            )
         else:
             now = timezone.now()
             after = Message.objects.filter(session=locked, active=True, position__gt=good.position)
@@ -96,10 +100,12 @@ def reset_after_exhaustion(session: Session) -> int:
             )
         Session.objects.filter(pk=locked.pk).update(failure_streak=0, cooldown_until=None)
     session.refresh_from_db()
-    record_decision(
-        session,
-        Trigger.EXHAUSTION,
-        Outcome.RESET,
-        f"compression exhausted: session reset, {archived} rows archived",
-    )
+    if not whole:
+        record_decision(
+            session,
+            Trigger.EXHAUSTION,
+            Outcome.RESET,
+            f"compression exhausted: session reset to the last good summary, {archived} rows "
+            "archived",
+        )
     return archived

@@ -11,6 +11,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from hermes_site.config import get_config
+from sessions_app import hooks
 from sessions_app.catalog import known_context_window
 from sessions_app.models import Channel, Message, Session
 from sessions_app.services.errors import InvalidInput, NotFound
@@ -93,12 +94,20 @@ def open_session(
 
 
 @transaction.atomic
-def reset_session(session: Session, *, keep_system_prompt: bool = True) -> int:
+def reset_session(
+    session: Session,
+    *,
+    keep_system_prompt: bool = True,
+    source: str = "manual_api",
+    note: str = "",
+) -> int:
     """Archive every live row (never delete); the system prompt stays live unless asked otherwise.
 
-    Returns how many rows were archived.
+    Returns how many rows were archived. ``source`` says who asked (a trigger's name: the API,
+    the console, exhaustion) and ``note`` why; the reset hooks record both.
     """
     locked = Session.objects.select_for_update().get(pk=session.pk)
+    tokens_before = locked.live_tokens
     live = Message.objects.filter(session=locked, active=True)
     kept = Message.objects.none()
     if keep_system_prompt:
@@ -129,6 +138,7 @@ def reset_session(session: Session, *, keep_system_prompt: bool = True) -> int:
             "updated_at",
         ]
     )
+    hooks.after_reset(locked, archived, tokens_before, source, note)
     session.refresh_from_db()
     return archived
 
