@@ -122,7 +122,11 @@ def test_the_dashboard_reads_at_a_glance(admin_client, compressed):
     assert "100%</strong> with the local fallback summary" in page  # the test summariser
     assert "138% of 96000 <strong>over</strong>" in page
     assert "minutes left" in page  # the anti-thrash lock's time left
-    assert "compressions per hour (UTC)" in page and "swatch outcome-failed" in page
+    assert "compressions per hour (UTC), by outcome" in page and "swatch outcome-failed" in page
+    # The same hours by kind of trigger: the test's compression was asked for through the API.
+    assert "compressions per hour (UTC), by trigger" in page
+    assert 'class="bar trigger-manual"' in page and "swatch trigger-threshold" in page
+    assert 'class="bar trigger-threshold"' not in page
     assert "<td>tl</td><td>1</td>" in page  # the channel, its one session
 
 

@@ -149,22 +149,39 @@ class Tick:
     label: str
 
 
-def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int, list[Tick]]:
-    """Compressions per hour over the last ``hours``, one bar segment per outcome; the x-axis
-    ticks (every sixth hour, UTC)."""
+OUTCOMES = ("compressed", "fallback", "failed")
+# Triggers as an operator thinks of them; the stacking order of the by-trigger chart.
+TRIGGER_GROUPS = {
+    "threshold": ("threshold_pre", "threshold_post", "preflight"),
+    "hygiene": ("hygiene",),
+    "idle": ("idle",),
+    "manual": (
+        "manual_api",
+        "manual_cli",
+        "manual_channel",
+        "manual_acp",
+        "manual_admin",
+    ),
+}
+TRIGGER_GROUP = {t: group for group, ts in TRIGGER_GROUPS.items() for t in ts}
+GROUPS = (*TRIGGER_GROUPS, "other")  # other: model errors, plugins, exhaustion, server paths
+
+
+def hourly_compressions(hours: int = 24, by: str = "outcome") -> tuple[list[Bar], int, list[Tick]]:
+    """Compressions per hour over the last ``hours``, one bar segment per outcome (``by``
+    "outcome") or per kind of trigger ("trigger"); the x-axis ticks (every sixth hour, UTC)."""
     since = timezone.now() - timedelta(hours=hours)
     rows = (
-        CompressionEvent.objects.filter(
-            created_at__gte=since, outcome__in=("compressed", "fallback", "failed")
-        )
+        CompressionEvent.objects.filter(created_at__gte=since, outcome__in=OUTCOMES)
         .annotate(hour=TruncHour("created_at"))
         .values("hour", "outcome", "trigger")
         .annotate(n=Count("id"))
     )
     per_hour: dict[datetime, dict[str, int]] = {}
     for row in rows:
-        per_hour.setdefault(row["hour"], {}).setdefault(row["outcome"], 0)
-        per_hour[row["hour"]][row["outcome"]] += row["n"]
+        key = row["outcome"] if by == "outcome" else TRIGGER_GROUP.get(row["trigger"], "other")
+        per_hour.setdefault(row["hour"], {}).setdefault(key, 0)
+        per_hour[row["hour"]][key] += row["n"]
     top = max((sum(v.values()) for v in per_hour.values()), default=0) or 1
     first = (timezone.now() - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
     slot = (WIDTH - 2 * PAD) / hours
@@ -177,8 +194,8 @@ def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int, list[Tick]]:
         hour = first + timedelta(hours=i)
         counts = per_hour.get(hour, {})
         base = HEIGHT - PAD
-        for outcome in ("compressed", "fallback", "failed"):
-            n = counts.get(outcome, 0)
+        for key in OUTCOMES if by == "outcome" else GROUPS:
+            n = counts.get(key, 0)
             if not n:
                 continue
             h = (HEIGHT - 2 * PAD) * n / top
@@ -188,8 +205,8 @@ def hourly_compressions(hours: int = 24) -> tuple[list[Bar], int, list[Tick]]:
                     round(PAD + i * slot + 1, 1),
                     round(base, 1),
                     round(h, 1),
-                    f"{hour:%H}:00 — {n} {outcome}",
-                    outcome,
+                    f"{hour:%H}:00 — {n} {key}",
+                    f"{by}-{key}",
                 )
             )
     return bars, top, ticks

@@ -20,7 +20,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from compression.models import CompressionEvent
 from compression.pages import stats
-from compression.pages.charts import HEIGHT, PAD, WIDTH, hourly_compressions, token_chart
+from compression.pages.charts import (
+    GROUPS,
+    HEIGHT,
+    OUTCOMES,
+    PAD,
+    WIDTH,
+    hourly_compressions,
+    token_chart,
+)
 from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
@@ -159,10 +167,29 @@ def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse
     )
 
 
+TRIGGER_LABELS = {
+    "threshold": "token threshold or preflight",
+    "hygiene": "gateway hygiene",
+    "idle": "idle",
+    "manual": "manual (API, console, CLI, /compress, ACP)",
+    "other": "other (model error, plugin, exhaustion, server paths)",
+}
+
+
+def _hourly(by: str, legend: list[tuple[str, str]]) -> dict:
+    bars, top, ticks = hourly_compressions(by=by)
+    return {"by": by, "bars": bars, "top": top, "ticks": ticks, "legend": legend}
+
+
 @staff_member_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    bars, top, ticks = hourly_compressions()
+    charts = [
+        _hourly(
+            "outcome", [(k, k if k != "fallback" else "fallback (local summary)") for k in OUTCOMES]
+        ),
+        _hourly("trigger", [(g, TRIGGER_LABELS[g]) for g in GROUPS]),
+    ]
     since = now - timedelta(hours=24)
     by_trigger = (  # a repeated decision is one row that happened ``repeats`` times
         CompressionEvent.objects.filter(last_at__gte=since)
@@ -177,9 +204,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         request,
         "console/dashboard.html",
         {
-            "bars": bars,
-            "top": top,
-            "ticks": ticks,
+            "charts": charts if any(c["bars"] for c in charts) else [],
             "day": stats.last_day(since),
             "channels": stats.per_channel(since),
             "by_trigger": [
