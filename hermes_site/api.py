@@ -6,10 +6,14 @@ validation errors add ``errors`` with each field's location.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.renderers import JSONRenderer
 
 from compression.api import router as compression_router
 from hermes_site.errors import report
@@ -19,7 +23,22 @@ from sessions_app.api.auth import ChannelKey
 from sessions_app.api.routes import router as sessions_router
 from sessions_app.services import ServiceError
 
+
+class ReadableJSON(JSONRenderer):
+    """UTF-8 JSON without ``\\uXXXX`` escapes, so Chinese reads as Chinese in a terminal or a log.
+    A lone surrogate (only an import could have stored one) cannot be UTF-8: that answer keeps
+    the escapes rather than failing."""
+
+    def render(self, request: HttpRequest, data: Any, *, response_status: int) -> Any:
+        text = json.dumps(data, cls=self.encoder_class, ensure_ascii=False)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(data, cls=self.encoder_class)
+
+
 api = NinjaAPI(
+    renderer=ReadableJSON(),
     title="Hermes Memory gateway API",
     version="1",
     description=(

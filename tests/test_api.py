@@ -455,3 +455,23 @@ def test_what_openai_compatible_stacks_send_is_accepted(gateway, opened):
     assert bare.status_code == 422 and "content is required" in bare.json()["detail"]
     missing_role = gateway.post(f"/sessions/{sid}/messages", {"messages": [{"content": "x"}]})
     assert "a message needs 'role'" in missing_role.json()["detail"]
+
+
+def test_answers_are_utf8_json_that_shows_chinese_as_chinese_not_escapes(gateway):
+    opened = gateway.post("/sessions", {"model": "gpt-4o", "title": "数据库迁移"})
+    sid = opened.json()["id"]
+    appended = gateway.post(
+        f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "用Django写代码"}]}
+    )
+    answers = [
+        opened,
+        appended,
+        gateway.get(f"/sessions/{sid}/context"),
+        gateway.get("/search", q="用Django写代码"),
+        gateway.post("/sessions", {"model": 5}),  # an error answer too
+    ]
+    for response in answers:
+        assert response["Content-Type"] == "application/json; charset=utf-8"
+        assert b"\\u" not in response.content, response.content[:200]
+    assert "数据库迁移".encode() in opened.content
+    assert "用Django写代码".encode() in answers[3].content
