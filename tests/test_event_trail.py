@@ -133,3 +133,32 @@ def test_the_dashboard_counts_every_repeat_of_a_decision(admin_client, session):
     _append(session, 4)
     page = admin_client.get(reverse("console:dashboard")).content.decode()
     assert "<td>token threshold (before call)</td><td>skipped</td><td>4</td>" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_1480_message_conversation_that_compresses_as_it_goes_leaves_a_few_dozen_rows():
+    """As under the load run: two messages per append, the triggers on, the queued compressions
+    run as the worker would (in-process here), every one of them local (no model)."""
+    channel = create_channel("trail-load")[0]
+    session = services.open_session(
+        channel, model="gpt-4o", system_prompt="sys", context_window=8_192
+    ).session
+    for n in range(740):
+        services.append_messages(
+            session,
+            [
+                {"role": "user", "content": f"question {n} about the deploy " * 6},
+                {"role": "assistant", "content": f"answer {n}: flush the cache " * 6},
+            ],
+        )
+    session.refresh_from_db()
+    assert session.total_messages >= 1_480
+    trail = CompressionEvent.objects.filter(session=session)
+    compressions = trail.filter(outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK)).count()
+    assert compressions >= 5  # it did compress as it grew
+    decisions = trail.exclude(outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK)).count()
+    # Between two compressions the decisions are one row or a few (skipped, then held by a
+    # guard), not one per append: 740 appends leave a few dozen rows, all counted.
+    assert decisions <= 3 * (compressions + 1), _trail(session)
+    assert trail.count() <= 60
+    assert sum(e.times for e in trail) >= 740
