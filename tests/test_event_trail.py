@@ -162,3 +162,37 @@ def test_a_1480_message_conversation_that_compresses_as_it_goes_leaves_a_few_doz
     assert decisions <= 3 * (compressions + 1), _trail(session)
     assert trail.count() <= 60
     assert sum(e.times for e in trail) >= 740
+
+
+def test_a_background_compression_that_raises_is_a_failed_event_on_the_timeline_dashboard_and_admin(
+    admin_client, session, monkeypatch
+):
+    from django.urls import reverse
+
+    from compression.tasks import automatic_task
+
+    _append(session, 3)
+    # Over its threshold by the model's own count, so the queued task goes ahead when it runs.
+    Session.objects.filter(pk=session.pk).update(last_prompt_tokens=200_000)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom in /srv/hermes/compression/engine/compress.py")
+
+    monkeypatch.setattr("compression.engine.compress.select", broken)
+    result = automatic_task(str(session.pk), "threshold_pre")
+    assert result["outcome"] == "failed"
+    event = CompressionEvent.objects.get(session=session, outcome=Outcome.FAILED)
+    error_id = event.error.split("error id ")[1][:8]
+    pages = {
+        "timeline": reverse("console:timeline", args=[session.pk]),
+        "dashboard": reverse("console:dashboard"),
+        "admin": reverse("admin:compression_compressionevent_changelist"),
+    }
+    for name, url in pages.items():
+        page = admin_client.get(url).content.decode()
+        assert "failed" in page, name
+        assert "/srv/hermes" not in page and "Traceback" not in page, name
+    timeline = admin_client.get(pages["timeline"]).content.decode()
+    assert error_id in timeline  # the one line, with the id that finds the traceback in the log
+    dashboard = admin_client.get(pages["dashboard"]).content.decode()
+    assert "<strong>1</strong> failure" in dashboard
