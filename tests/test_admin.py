@@ -205,3 +205,18 @@ def test_an_override_shows_the_threshold_it_makes_for_each_model_at_its_own_wind
     assert "no known model matches; at 128K / 200K / 1M windows: 76,800 / 120,000 / 600,000" in (
         text
     )
+
+
+def test_the_admin_speaks_the_console_s_visual_language(admin_client):
+    import re
+    from pathlib import Path
+
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "hermes/admin.css" in page
+    static = Path(__file__).resolve().parent.parent / "static" / "hermes"
+    console = (static / "console.css").read_text()
+    admin_css = (static / "admin.css").read_text()
+    header = re.search(r"\.top \{[^}]*background: (#[0-9a-f]{6})", console).group(1)
+    accent = re.search(r"--accent: (#[0-9a-f]{6})", console).group(1)
+    assert f"--header-bg: {header}" in admin_css
+    assert f"--primary: {accent}" in admin_css

@@ -26,12 +26,18 @@ class CompressionEventAdmin(ReadOnlyAdmin):
         "tokens_after",
         "savings",
         "rows_archived",
-        "reason",
+        "short_reason",
     )
     list_filter = ("trigger", "path", "outcome", "session__channel")
     search_fields = ("session__id", "session__title", "reason", "error")
     list_select_related = ("session",)
     readonly_fields = [f.name for f in CompressionEvent._meta.fields]
+
+    @admin.display(description="reason")
+    def short_reason(self, obj: CompressionEvent) -> str:
+        # The whole reason is on the event's own page; the list stays one line or two a row.
+        reason = obj.reason or ""
+        return reason if len(reason) <= 160 else reason[:159] + "…"
 
     @admin.display(description="saved")
     def savings(self, obj: CompressionEvent) -> str:
