@@ -8,9 +8,10 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from django.utils import timezone
 from django_q.tasks import fetch
-from ninja import Router, Schema, Status
+from ninja import Body, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
+from compression.agent import recall
 from compression.agent.turn import run_turn
 from compression.models import CompressionEvent
 from compression.policy.triggers import enqueue_manual
@@ -176,3 +177,34 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
     recorded = codex.record_notifications(session, payload.notifications)
     session.refresh_from_db()
     return {"recorded": recorded, "compressions": session.compressions}
+
+
+class ToolsOut(Schema):
+    tools: list[dict[str, Any]] = Field(
+        description="The tools this service runs, in OpenAI's tool-calling format."
+    )
+
+
+class ToolCallOut(Schema):
+    content: str = Field(description="The tool message's content to give the model (JSON text).")
+    result: dict[str, Any] = Field(
+        description="The same, parsed: hits or messages, or `error` when the arguments were "
+        "refused (said so the model can correct itself)."
+    )
+
+
+@router.get("/tools", response={200: ToolsOut, **ERRORS})
+def tools(request: HttpRequest):
+    """The `session_search` tool's schema, for gateways that run their own model loop."""
+    return {"tools": [recall.schema()]}
+
+
+@router.post("/sessions/{session_id}/tools/session_search", response={200: ToolCallOut, **ERRORS})
+def session_search(
+    request: HttpRequest, session_id: str, arguments: Annotated[dict[str, Any], Body()]
+):
+    """Run one `session_search` call with the arguments the model sent (a JSON object): the
+    answer to put in the tool message. Arguments the tool refuses are answered, not rejected."""
+    session = get_session_for_channel(request.auth, session_id)
+    result = recall.run(session, arguments)
+    return {"content": recall.as_content(result), "result": result}

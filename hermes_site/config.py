@@ -276,6 +276,20 @@ class EventsConfig(_Block):
     retention_days: Annotated[int, Field(ge=0, le=36_500)] = 90
 
 
+class RecallConfig(_Block):
+    """The ``session_search`` tool offered to the model in ``/turn`` (this service's own block)."""
+
+    # Offer the tool in every turn the service runs (the gateway API serves it either way).
+    tool: bool = True
+    # Tool rounds per turn: after this many, the model is asked once more with tools off.
+    max_rounds: Annotated[int, Field(ge=1, le=20)] = 4
+    # Wall time for the tool rounds of one turn (model calls included); then, as above.
+    time_budget_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
+    default_limit: Annotated[int, Field(ge=1, le=20)] = 5
+    # Characters of each hit's excerpt in a tool result (the model reads every one).
+    excerpt_chars: Annotated[int, Field(ge=80, le=4000)] = 400
+
+
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
@@ -351,6 +365,7 @@ class HermesConfig(_Block):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

@@ -19,7 +19,8 @@ LAYERS: dict[str, set[str]] = {
     "engine": {"records", "store", "site_base"},
     "policy": {"engine", "records", "store", "site_base"},
     "paths": {"engine", "records", "store", "site_base"},
-    "agent": {"policy", "paths", "engine", "records", "store", "site_base"},
+    # The turn offers the model session_search: the agent reads the search it answers with.
+    "agent": {"policy", "paths", "engine", "records", "store", "search", "site_base"},
     "pages": {"agent", "policy", "paths", "engine", "records", "store", "search", "site_base"},
     # The app's entry points: Django's app config, URLs, the API, queued tasks, commands.
     "entry": {

@@ -15,6 +15,7 @@ from typing import Any
 import openai
 from django.utils import timezone
 
+from compression.agent import recall
 from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.paths import server_compaction
@@ -53,6 +54,7 @@ class TurnResult:
     usage: dict[str, int] | None = None
     decisions: list[Decision] = field(default_factory=list)
     command: CompressionResult | None = None
+    tool_rows: list[Message] = field(default_factory=list)  # tool calls and results, in order
 
 
 class _ChatError(Exception):
@@ -122,12 +124,24 @@ def call_responses(
 
 
 def call_chat(
-    chat: ChatModelConfig, model: str, messages: list[dict[str, Any]]
+    chat: ChatModelConfig,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
 ) -> tuple[dict, dict | None]:
     """One chat-completions call through the openai SDK; the reply as a message to store."""
     client = _client(chat)
+    options: dict[str, Any] = {}
+    if tools:
+        options["tools"] = tools
+        if tool_choice:
+            options["tool_choice"] = tool_choice
     try:
-        response = _request(lambda: client.chat.completions.create(model=model, messages=messages))
+        response = _request(
+            lambda: client.chat.completions.create(model=model, messages=messages, **options)
+        )
     finally:
         client.close()
     try:
@@ -210,6 +224,7 @@ def run_turn(
     attempts = 0
     waited_until = time.monotonic() + config.context_total_ceiling_seconds
     server_side = server_compaction_applies(session.model, config)
+    tools = [recall.schema()] if get_config().recall.tool and not server_side else None
     while True:
         try:
             if server_side:
@@ -225,7 +240,9 @@ def run_turn(
                     result.decisions.append(Decision(Trigger.SERVER, "compressed", event.reason))
                     session.refresh_from_db()
             else:
-                reply, usage = call_chat(chat, model_of(session), live_context(session))
+                reply, usage = call_chat(
+                    chat, model_of(session), live_context(session), tools=tools
+                )
             break
         except _ChatError as error:
             kind = classify_error(error.status, error.message, error.code)
@@ -256,6 +273,8 @@ def run_turn(
                     f"The request is too large for the model ({kind}) and could not be "
                     "compressed further; your message is stored."
                 ) from None
+    if reply.get("tool_calls"):
+        reply, usage = _tool_rounds(session, chat, reply, usage, tools or [], result)
     try:
         stored = append_messages(session, [reply], usage=usage)  # the post-call check runs here
     except ServiceError as exc:
@@ -268,6 +287,75 @@ def run_turn(
     result.decisions.extend(Decision(**d) for d in stored.decisions)
     session.refresh_from_db()
     return result
+
+
+def _tool_rounds(
+    session: Session,
+    chat: ChatModelConfig,
+    reply: dict[str, Any],
+    usage: dict[str, int] | None,
+    tools: list[dict[str, Any]],
+    result: TurnResult,
+) -> tuple[dict[str, Any], dict[str, int] | None]:
+    """The model asked for tools: store each call and its result as ordinary rows, call the
+    model again, and so on -- at most ``recall.max_rounds`` rounds within
+    ``recall.time_budget_seconds``; then once more with tools off, so the turn ends in an
+    answer. The reply returned has no tool calls left."""
+    settings = get_config().recall
+    deadline = time.monotonic() + settings.time_budget_seconds
+    rounds = 0
+    while reply.get("tool_calls"):
+        if not tools:  # tools were not offered (or a last call ignored tool_choice "none")
+            reply = {"role": "assistant", "content": reply.get("content") or ""}
+            break
+        answers = [_answer(session, call) for call in reply["tool_calls"]]
+        try:
+            stored = append_messages(session, [reply, *answers], run_hooks=False)
+        except ServiceError as exc:
+            raise ChatFailed(
+                f"The chat model asked for a tool in a form that cannot be stored "
+                f"({exc.message}); your message is stored."
+            ) from None
+        result.tool_rows.extend(stored.messages)
+        rounds += 1
+        last = rounds >= settings.max_rounds or time.monotonic() >= deadline
+        reply, usage = _call_again(session, chat, tools, last)
+        if last:
+            tools = []
+    return reply, usage
+
+
+def _call_again(
+    session: Session, chat: ChatModelConfig, tools: list[dict[str, Any]], last: bool
+) -> tuple[dict[str, Any], dict[str, int] | None]:
+    try:
+        return call_chat(
+            chat,
+            model_of(session),
+            live_context(session),
+            tools=tools,
+            tool_choice="none" if last else None,
+        )
+    except _ChatError as error:
+        raise ChatFailed(
+            f"The chat model answered {error.status}: {error.message} (your message and the "
+            "tool calls so far are stored)"
+        ) from None
+
+
+def _answer(session: Session, call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's result row: the search's answer, or an error the model can act on."""
+    function = call.get("function") or {}
+    name = function.get("name")
+    if name == recall.NAME:
+        answer = recall.run(session, function.get("arguments"))
+    else:
+        answer = {"error": f"unknown tool {name!r}; the tool here is {recall.NAME}"}
+    return {
+        "role": "tool",
+        "tool_call_id": call.get("id") or "",
+        "content": recall.as_content(answer),
+    }
 
 
 def _wait_for_claim(session: Session, deadline: float) -> bool:

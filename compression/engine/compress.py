@@ -344,7 +344,7 @@ def _write_back(
     first, last = selection.middle[0], selection.middle[-1]
     expected_ids = {m.pk for m in selection.middle}
     expected_tokens = selection.middle_tokens
-    content = prompts.wrap_summary(text, fallback=fallback)
+    content = prompts.wrap_summary(text, fallback=fallback, covers=(first.position, last.position))
     placement = prompts.summary_role(
         selection.head[-1] if selection.head else None,
         selection.tail[0] if selection.tail else None,

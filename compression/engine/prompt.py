@@ -19,6 +19,8 @@ SUMMARY_PREFIX = (
 SUMMARY_SUFFIX = (
     "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
 )
+# Where the detail went: every original is kept and searchable (S5), and the model can ask.
+ORIGINALS_NOTE = "[Originals #{first}-#{last} are kept: session_search finds them.]"
 FALLBACK_NOTE = (
     "[FALLBACK SUMMARY — the summarising model was unavailable; this was built locally from the "
     "archived messages and is less complete than a model summary.]"
@@ -109,7 +111,9 @@ SECTIONS = """Write these sections, in this order, as Markdown headings:
 ## Key decisions
 ## Open questions and pending user asks
 ## Relevant files and identifiers
-## Critical context"""
+## Critical context
+After each point, name the message positions it draws on, as the transcript labels them (#120, or
+#120-#164), so that its originals can be looked up later."""
 
 
 def build_prompt(
@@ -161,8 +165,10 @@ def build_prompt(
     )
 
 
-def wrap_summary(text: str, *, fallback: bool) -> str:
+def wrap_summary(text: str, *, fallback: bool, covers: tuple[int, int] | None = None) -> str:
     inner = f"{FALLBACK_NOTE}\n\n{text}" if fallback else text
+    if covers is not None:
+        inner = f"{inner.strip()}\n\n{ORIGINALS_NOTE.format(first=covers[0], last=covers[1])}"
     return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
 
 

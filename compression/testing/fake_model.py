@@ -39,6 +39,8 @@ class Reply:
     # Responses API only: the server compacted the context; this is the compaction item's
     # (opaque) encrypted_content, sent before the reply as OpenAI does.
     compaction: str | None = None
+    # Chat completions (not streamed): the model calls tools, as OpenAI's ``message.tool_calls``.
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -183,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
             message: dict[str, Any] = {"role": "assistant", "content": behaviour.content}
             if behaviour.reasoning is not None:
                 message["reasoning_content"] = behaviour.reasoning
+            if behaviour.tool_calls:
+                message["tool_calls"] = behaviour.tool_calls
             self._json(
                 200,
                 {
@@ -190,7 +194,13 @@ class _Handler(BaseHTTPRequestHandler):
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if behaviour.tool_calls else "stop",
+                        }
+                    ],
                     "usage": behaviour.usage
                     or {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                 },
