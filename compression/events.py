@@ -4,6 +4,7 @@ so every entry answers "why did (or didn't) this session compress?" the same way
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ from compression.models import CompressionEvent
 from sessions_app.models import Session
 
 REASON_CHARS = 300  # the column's size
+compression_log = logging.getLogger("hermes.compression")
 _NUMBERS = re.compile(r"\d[\d,.:]*")
 
 
@@ -37,7 +39,7 @@ def record_event(
     if started is not None:
         fields["duration_ms"] = int((time.monotonic() - started) * 1000)
     now = timezone.now()  # created_at is set by the model, to the same moment give or take
-    return CompressionEvent.objects.create(
+    event = CompressionEvent.objects.create(
         session=session,
         trigger=trigger,
         outcome=outcome,
@@ -46,6 +48,34 @@ def record_event(
         last_at=now,
         repeats=1,
         **fields,
+    )
+    if outcome not in CompressionEvent.DECISIONS:  # decisions come with every append: no line
+        # Once it is committed: a line for a compression that was rolled back would mislead.
+        transaction.on_commit(lambda: _log(event), robust=True)
+    return event
+
+
+def _log(event: CompressionEvent) -> None:
+    """One line per compression attempt (a JSON object with ``server.log_format: json``)."""
+    compression_log.info(
+        "compression of session %s (%s, %s): %s -> %s tokens in %s ms",
+        event.session_id,
+        event.trigger,
+        event.outcome,
+        event.tokens_before,
+        event.tokens_after,
+        event.duration_ms,
+        extra={
+            "event": "compression",
+            "session_id": str(event.session_id),
+            "trigger": event.trigger,
+            "outcome": event.outcome,
+            "path": event.path,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+            "ms": event.duration_ms,
+            "event_id": event.pk,
+        },
     )
 
 

@@ -12,6 +12,7 @@ from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.policy import guards
 from hermes_site.errors import report
+from hermes_site.logs import bind_request_id, unbind
 from sessions_app.models import Session
 
 
@@ -19,11 +20,15 @@ def contained(trigger: str | None = None) -> Callable:
     """A task that cannot fail as a task: an unexpected error is logged with its traceback
     under an error id, recorded as a ``failed`` event holding one line with that id, and
     returned as the task's result. Retrying would hit the same bug; what a failed step wrote was
-    rolled back with its transaction."""
+    rolled back with its transaction.
+
+    ``request_id``, passed by whatever queued the task during a request, is bound for the run,
+    so the task's log lines (its compression line, an error) name the request that caused it."""
 
     def wrap(task: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         @functools.wraps(task)
-        def run(session_id: str, *args: Any) -> dict[str, Any]:
+        def run(session_id: str, *args: Any, request_id: str | None = None) -> dict[str, Any]:
+            bound = bind_request_id(request_id)
             try:
                 return task(session_id, *args)
             except Exception as exc:
@@ -39,6 +44,8 @@ def contained(trigger: str | None = None) -> Callable:
                         error=message,
                     )
                 return {"session_id": session_id, "outcome": "failed", "error": message}
+            finally:
+                unbind(bound)
 
         return run
 

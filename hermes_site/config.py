@@ -316,6 +316,21 @@ class ServerConfig(_Block):
     # means sized from compression.max_attempts and the model ceiling. retry must exceed timeout.
     task_timeout_seconds: Annotated[int, Field(ge=10)] | None = None
     task_retry_seconds: Annotated[int, Field(ge=20)] | None = None
+    # GET /metrics: with a token, only "Authorization: Bearer <token>" may read it (from any
+    # address); empty, only loopback clients may (docs/operations.md#metrics).
+    metrics_token: str = ""
+    # "json": one JSON object per log line, with a line per request and per compression.
+    log_format: Literal["text", "json"] = "text"
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _token_shape(cls, value: str) -> str:
+        if value and (len(value) < 16 or not value.isprintable() or " " in value):
+            raise ValueError(
+                "expected at least 16 printable characters without spaces, such as the output of "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        return value
 
     @field_validator("database_url")
     @classmethod

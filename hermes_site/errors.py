@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import uuid
 
+from hermes_site.logs import current_request_id
+
 logger = logging.getLogger("hermes.errors")
 
 
@@ -17,8 +19,15 @@ def report(exc: BaseException, where: str) -> str:
     show instead (it names the kind of error and the id, never the text of the exception,
     which may hold paths or data)."""
     error_id = uuid.uuid4().hex[:8]
+    request_id = current_request_id()
     logger.error(
-        "error id %s: unexpected %s in %s", error_id, type(exc).__name__, where, exc_info=exc
+        "error id %s: unexpected %s in %s%s",
+        error_id,
+        type(exc).__name__,
+        where,
+        f" (request {request_id})" if request_id else "",
+        exc_info=exc,
+        extra={"error_id": error_id},
     )
     return (
         f"Internal error in {where} (error id {error_id}): the server log has the details; "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -17,8 +19,99 @@ from django.http.multipartparser import MultiPartParserError
 from django.utils.html import escape
 
 from hermes_site.errors import report
+from hermes_site.instruments import REQUEST_SECONDS
+from hermes_site.logs import (
+    REQUEST_ID_HEADER,
+    accept_request_id,
+    bind_request_id,
+    unbind,
+)
 
 API_PREFIX = "/api/"
+request_log = logging.getLogger("hermes.request")
+
+# Error answers up to this size get the request id added to their JSON body.
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+def _route(request: HttpRequest) -> str:
+    """The URL pattern that answered (``api/v1/sessions/<session_id>/messages``), never the
+    path itself: ids in paths would make a metric label per session."""
+    match = getattr(request, "resolver_match", None)
+    if match is not None and match.route:
+        return "/" + match.route
+    if request.path.startswith("/" + settings.STATIC_URL.lstrip("/")):
+        return "static"
+    return "unmatched"
+
+
+def _channel(request: HttpRequest) -> str | None:
+    """The channel whose key authenticated an API request (django-ninja's ``request.auth``)."""
+    return getattr(getattr(request, "auth", None), "name", None)
+
+
+def _with_request_id(response: HttpResponse, request_id: str) -> None:
+    """Add ``request_id`` to a JSON error answer's body, whoever wrote it (the API's handlers,
+    the guards above, the metrics view), so a person can quote one string to the operator."""
+    if response.status_code < 400 or getattr(response, "streaming", False):
+        return
+    if not response.get("Content-Type", "").startswith("application/json"):
+        return
+    if len(response.content) > ERROR_BODY_LIMIT:
+        return
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return
+    if isinstance(body, dict) and "request_id" not in body:
+        body["request_id"] = request_id
+        response.content = json.dumps(body)
+
+
+class RequestObserver:
+    """Outermost: gives every request an id (the caller's ``X-Request-ID`` if short and safe,
+    else a fresh one), times it for ``hermes_http_request_duration_seconds`` and, with
+    ``server.log_format: json``, writes one log line for it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER))
+        request.request_id = request_id
+        token = bind_request_id(request_id)
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+            seconds = time.perf_counter() - started
+            route = _route(request)
+            REQUEST_SECONDS.labels(route, request.method or "", str(response.status_code)).observe(
+                seconds
+            )
+            response[REQUEST_ID_HEADER] = request_id
+            _with_request_id(response, request_id)
+            if settings.HERMES.server.log_format == "json":
+                match = getattr(request, "resolver_match", None)
+                session_id = match.kwargs.get("session_id") if match is not None else None
+                request_log.info(
+                    "%s %s %s %.1f ms",
+                    request.method,
+                    route,
+                    response.status_code,
+                    seconds * 1000,
+                    extra={
+                        "event": "request",
+                        "route": route,
+                        "method": request.method,
+                        "status": response.status_code,
+                        "ms": round(seconds * 1000, 1),
+                        "session_id": str(session_id) if session_id is not None else None,
+                        "channel": _channel(request),
+                    },
+                )
+            return response
+        finally:
+            unbind(token)
 
 
 class ApiBodyLimit:

@@ -77,6 +77,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it times and ids everything below, and sees every answer (request ids, metrics).
+    "hermes_site.middleware.RequestObserver",
     "django.middleware.security.SecurityMiddleware",
     "hermes_site.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -228,10 +230,20 @@ Q_CLUSTER = {
     "sync": TESTING,
 }
 
+# server.log_format: text (the message alone, as before) or json (hermes_site.logs); either way
+# every record carries the request id of the request (or queued task) it was logged in.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "hermes_site.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "hermes_site.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            **({"formatter": "json"} if _server.log_format == "json" else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

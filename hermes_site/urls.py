@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from hermes_site import health
+from hermes_site import health, metrics
 from hermes_site.api import api
 
 admin.site.site_header = "Hermes Memory"
@@ -13,6 +13,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("console/search/", include("search.urls")),

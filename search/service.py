@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection, transaction
 
+from hermes_site.instruments import SEARCH_SECONDS
 from search import results
 from search.filters import Filters
 from search.query import InvalidQuery, ParsedQuery, Route, parse
@@ -156,6 +157,7 @@ def search(
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
     result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
     result.total_seconds = time.perf_counter() - started
+    SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)
     return result
 
 

@@ -59,6 +59,8 @@ PREFIXES = {
     "hermes_site.config": "site_base",
     "hermes_site.errors": "site_base",
     "hermes_site.middleware": "site_base",
+    "hermes_site.instruments": "site_base",
+    "hermes_site.logs": "site_base",
     "hermes_site.storage": "site_base",
     "hermes_site.hermes_compat": "site_base",
     "hermes_site": "site",

@@ -21,6 +21,7 @@ from compression.policy import due, guards, hooks
 from compression.policy.threshold import Threshold, threshold_for
 from hermes_site.config import get_config
 from hermes_site.errors import report
+from hermes_site.logs import task_kwargs
 from sessions_app.models import Message, Session
 from sessions_app.services.context import external_context
 from sessions_app.services.errors import NotFound
@@ -168,6 +169,7 @@ def enqueue(session: Session, trigger: str) -> bool:
         return False
     session.auto_queued_at = now
     session_id = str(session.pk)
+    request_kwargs = task_kwargs()  # read now: on_commit may run outside the request's context
 
     def queue() -> None:
         from django_q.tasks import async_task
@@ -179,6 +181,7 @@ def enqueue(session: Session, trigger: str) -> bool:
                 trigger,
                 task_name=f"{trigger} {session_id}",
                 group="compression",
+                **request_kwargs,
             )
         except Exception as exc:
             # The broker refused (Redis down): the write stands; the mark goes, so the next
@@ -264,8 +267,11 @@ def _enqueue_task(path: str, session: Session, name: str, *args: Any) -> None:
     from django_q.tasks import async_task
 
     session_id = str(session.pk)
+    request_kwargs = task_kwargs()
     transaction.on_commit(
-        lambda: async_task(path, session_id, *args, task_name=name, group="compression")
+        lambda: async_task(
+            path, session_id, *args, task_name=name, group="compression", **request_kwargs
+        )
     )
 
 
@@ -286,6 +292,7 @@ def enqueue_manual(
         around,
         task_name=f"compress {session.pk}",
         group="compression",
+        **task_kwargs(),
     )
 
 
