@@ -7,9 +7,9 @@ durations and tokens, sessions held back by a guard, the task queue, sizes -- is
 time by ``DatabaseCollector`` with a few aggregate queries: compressions run in the worker
 process, possibly on another host, and the event trail already records each one with its trigger,
 outcome, tokens and duration, so reading it gives every web process the same answer without a
-second bookkeeping path that could disagree with the trail. A part whose queries took more than
-``FAST_SECONDS`` is kept for a while (``Part``), so a scrape's cost stays bounded as the data
-grows.
+second bookkeeping path that could disagree with the trail. Each part's reading is kept for 100
+times what it cost (``Part``): a part that costs 2 ms is read on every scrape, one that costs a
+second at size is kept for 100 s, so scrapes never take more than about 1% of the process.
 
 Access: with ``server.metrics_token`` set, a bearer token; without, loopback clients only.
 """
@@ -70,18 +70,19 @@ TIMED_OUTCOMES = (
 )
 WRITTEN = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
 
-FAST_SECONDS = 0.005  # a part cheaper than this is read on every scrape
-MIN_KEEP_SECONDS = 60.0  # ...a dearer one is kept at least this long
-COST_FACTOR = 100  # ...and at least 100 times what it cost, so it takes at most ~1% of a process
+COST_FACTOR = 100  # a reading is kept 100 times what it cost: at most ~1% of a process
 MAX_KEEP_SECONDS = 900.0
 
 
 class Part:
     """One group of database metrics and how long its last reading may be served again."""
 
-    def __init__(self, name: str, read: Callable[[], list[Metric]]) -> None:
+    def __init__(
+        self, name: str, read: Callable[[], list[Metric]], min_keep_seconds: float = 0.0
+    ) -> None:
         self.name = name
         self.read = read
+        self.min_keep_seconds = min_keep_seconds
         self.metrics: list[Metric] = []
         self.cost = 0.0
         self.until = 0.0
@@ -100,10 +101,8 @@ class Part:
                     logger.exception("metrics: reading %s failed", self.name)
                     self.metrics = []
                 self.cost = time.perf_counter() - started
-                keep = 0.0
-                if self.cost > FAST_SECONDS:
-                    keep = min(MAX_KEEP_SECONDS, max(MIN_KEEP_SECONDS, self.cost * COST_FACTOR))
-                self.until = time.monotonic() + keep
+                keep = max(self.min_keep_seconds, self.cost * COST_FACTOR)
+                self.until = time.monotonic() + min(MAX_KEEP_SECONDS, keep)
             return self.metrics
 
     def forget(self) -> None:
@@ -222,10 +221,10 @@ def _queue() -> list[Metric]:
     """The django-q2 queue: tasks waiting, taken but not finished (ORM broker), and the age of
     the oldest waiting one (from the enqueue time each task package carries)."""
     from django_q.brokers import get_broker
-    from django_q.brokers.orm import ORM
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
     from django_q.signing import SignedPackage
 
-    broker = get_broker()
     depth = GaugeMetricFamily(
         "hermes_task_queue_depth", "Background tasks waiting for a worker.", labels=["broker"]
     )
@@ -235,25 +234,28 @@ def _queue() -> list[Metric]:
         labels=["broker"],
     )
     raw: Any = None
-    if isinstance(broker, ORM):  # the ORM broker: a table in this database
-        kind = "orm"
-        depth.add_metric([kind], broker.queue_size())
+    if Conf.ORM:  # the ORM broker: a table in this database
+        # Read here rather than through the broker, whose connection helper closes the
+        # request's database connection when it is past its age (at once with the default 0).
+        kind, now = "orm", timezone.now()
+        tasks = OrmQ.objects.using(Conf.ORM).filter(key=Conf.CLUSTER_NAME)
+        counts = tasks.aggregate(
+            waiting=Count("id", filter=Q(lock__lte=now)), taken=Count("id", filter=Q(lock__gt=now))
+        )
+        depth.add_metric([kind], counts["waiting"])
         taken = GaugeMetricFamily(
             "hermes_task_queue_in_progress",
             "Background tasks a worker has taken and not finished (ORM broker only).",
             labels=["broker"],
         )
-        taken.add_metric([kind], broker.lock_size())
-        first = (
-            broker.get_connection()
-            .filter(key=broker.list_key, lock__lte=timezone.now())
-            .order_by("id")
-            .values_list("payload", flat=True)
-            .first()
-        )
-        raw, extra = first, [taken]
+        taken.add_metric([kind], counts["taken"])
+        raw = None
+        if counts["waiting"]:
+            first = tasks.filter(lock__lte=now).order_by("id").values_list("payload", flat=True)
+            raw = first.first()
+        extra = [taken]
     else:  # Redis: tasks are pushed on the right and taken from the left
-        kind = "redis"
+        kind, broker = "redis", get_broker()
         depth.add_metric([kind], broker.queue_size() or 0)
         raw, extra = broker.connection.lindex(broker.list_key, 0), []
     age = 0.0
@@ -308,12 +310,13 @@ PARTS = [
     Part("durations", _durations),
     Part("guards", _guards),
     Part("queue", _queue),
-    Part("sizes", _sizes),
+    # Sizes move slowly, and SQLite's dbstat reads every page: once a minute is plenty.
+    Part("sizes", _sizes, min_keep_seconds=60.0),
 ]
 
 
 class DatabaseCollector(Collector):
-    """Reads the database's metrics at scrape time (each part kept while it is dear)."""
+    """Reads the database's metrics at scrape time (each part kept 100 times its cost)."""
 
     def describe(self) -> Iterable[Metric]:
         return []  # registering must not query the database
@@ -321,8 +324,8 @@ class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         cost = GaugeMetricFamily(
             "hermes_metrics_part_seconds",
-            "What reading each group of database metrics last cost (a dear one is kept for at "
-            "least 100 times that, 60 s or more).",
+            "What reading each group of database metrics last cost (the reading is kept for "
+            "100 times that; sizes at least 60 s).",
             labels=["part"],
         )
         for part in PARTS:
