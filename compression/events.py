@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from compression.models import CompressionEvent
+from hermes_site.logs import current_request_id
 from sessions_app.models import Session
 
 REASON_CHARS = 300  # the column's size
@@ -50,12 +51,14 @@ def record_event(
         **fields,
     )
     if outcome not in CompressionEvent.DECISIONS:  # decisions come with every append: no line
-        # Once it is committed: a line for a compression that was rolled back would mislead.
-        transaction.on_commit(lambda: _log(event), robust=True)
+        # Once it is committed (a line for a compression rolled back would mislead), with the
+        # request id of now: the commit may come after the context that set it.
+        request_id = current_request_id()
+        transaction.on_commit(lambda: _log(event, request_id), robust=True)
     return event
 
 
-def _log(event: CompressionEvent) -> None:
+def _log(event: CompressionEvent, request_id: str | None) -> None:
     """One line per compression attempt (a JSON object with ``server.log_format: json``)."""
     compression_log.info(
         "compression of session %s (%s, %s): %s -> %s tokens in %s ms",
@@ -75,6 +78,7 @@ def _log(event: CompressionEvent) -> None:
             "tokens_after": event.tokens_after,
             "ms": event.duration_ms,
             "event_id": event.pk,
+            "request_id": request_id,
         },
     )
 
