@@ -384,6 +384,9 @@ class HermesConfig(_Block):
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 
+SECRET_KEYS = frozenset({"metrics_token", "secret_key", "api_key"})
+
+
 def _describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "(top level)"
     kind = error["type"]
@@ -394,6 +397,8 @@ def _describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:
         return f"{location}: unknown key{hint}"
     got = error.get("input")
     shown = repr(got) if not isinstance(got, dict) else "a mapping"
+    if str(error["loc"][-1]) in SECRET_KEYS:
+        shown = "a value not shown here"  # start-up output ends up in logs
     return f"{location}: {error['msg']} (got {shown})"
 
 

@@ -58,11 +58,15 @@ def task_kwargs() -> dict[str, str]:
 
 
 class RequestIdFilter(logging.Filter):
-    """Stamps every record with the request id of the context it was logged in (or None)."""
+    """Stamps every record with the request id of the context it was logged in, or of the
+    request it names (Django logs a 4xx/5xx answer after the middleware has returned), or None."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id"):
-            record.request_id = current_request_id()
+            request_id = current_request_id()
+            if request_id is None:
+                request_id = getattr(getattr(record, "request", None), "request_id", None)
+            record.request_id = request_id
         return True
 
 

@@ -66,6 +66,8 @@ def _with_request_id(response: HttpResponse, request_id: str) -> None:
     if isinstance(body, dict) and "request_id" not in body:
         body["request_id"] = request_id
         response.content = json.dumps(body)
+        if response.has_header("Content-Length"):  # set by CommonMiddleware, for the old body
+            response["Content-Length"] = str(len(response.content))
 
 
 class RequestObserver:

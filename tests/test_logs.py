@@ -74,6 +74,8 @@ def test_every_error_answer_carries_the_request_id(gateway, monkeypatch):
         assert response.status_code == status
         assert response.json()["request_id"] == "req-errors-1", response.content
         assert response.json()["detail"]
+        if response.has_header("Content-Length"):  # what a client reads to: the whole body
+            assert int(response["Content-Length"]) == len(response.content)
 
     def broken(*args, **kwargs):
         raise RuntimeError("/srv/secret/path went wrong")
@@ -118,6 +120,18 @@ def test_a_json_line_per_request_names_route_status_time_session_channel_and_id(
     assert line["channel"] == "telegram"
     assert line["request_id"] == "req-ctx-1"
     assert line["level"] == "INFO" and line["time"].endswith("+00:00")
+
+
+def test_django_s_own_line_for_an_error_answer_names_the_request(gateway, json_lines):
+    logger = logging.getLogger("django.request")
+    handler = logging.getLogger("hermes").handlers[-1]
+    logger.addHandler(handler)
+    try:
+        Client().get("/api/v1/sessions", HTTP_X_REQUEST_ID="req-django-1")
+    finally:
+        logger.removeHandler(handler)
+    (line,) = [x for x in parsed(json_lines) if x["logger"] == "django.request"]
+    assert line["status_code"] == 401 and line["request_id"] == "req-django-1"
 
 
 def test_with_text_logs_no_request_line_is_written(gateway, json_lines):
