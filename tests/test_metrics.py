@@ -220,3 +220,51 @@ def test_sizes_are_kept_at_least_a_minute():
     (sizes,) = [part for part in metrics.PARTS if part.name == "sizes"]
     sizes.collect()
     assert sizes.until - metrics.time.monotonic() > 55
+
+
+def test_under_gunicorn_the_processes_latencies_are_added_up(tmp_path):
+    """Several gunicorn processes with PROMETHEUS_MULTIPROC_DIR: whichever answers /metrics
+    counts every process's requests."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.processes import ROOT, isolated_env, wait_for
+    from tests.test_live_service import _free_port
+
+    app = "hermes_site.wsgi"
+    shared = tmp_path / "prometheus"
+    shared.mkdir()
+    with isolated_env(tmp_path) as env:
+        env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(shared)}
+        port = _free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", app],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+
+        def get(path: str) -> str:
+            with urllib.request.urlopen(base + path, timeout=30) as response:  # noqa: S310
+                return response.read().decode()
+
+        try:
+            wait_for(lambda: get("/healthz") is not None, "gunicorn")
+            sent = 1
+            deadline = time.monotonic() + 60
+            # Until both processes have answered some (each keeps a file of its own).
+            while len(list(shared.glob("histogram_*.db"))) < 2 and time.monotonic() < deadline:
+                get("/healthz")
+                sent += 1
+            assert len(list(shared.glob("histogram_*.db"))) == 2
+            for _ in range(3):  # each scrape is answered by one process or the other
+                text = get("/metrics")
+                count = value(text, "hermes_http_request_duration_seconds_count", route="/healthz")
+                assert count == sent
+        finally:
+            server.terminate()
+            server.wait(timeout=15)
