@@ -191,8 +191,10 @@ class UnexpectedErrors:
             return HttpResponse(
                 json.dumps({"detail": message}), status=500, content_type="application/json"
             )
+        request_id = getattr(request, "request_id", None)
         page = (
             "<!doctype html><title>Server error</title><h1>Server error</h1>"
             f"<p>{escape(message)}</p>"
+            + (f"<p>Request id: {escape(request_id)}</p>" if request_id else "")
         )
         return HttpResponse(page, status=500, content_type="text/html; charset=utf-8")

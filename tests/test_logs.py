@@ -310,3 +310,14 @@ def test_a_compression_in_the_real_worker_logs_the_request_id_and_moves_the_metr
         value(after, "hermes_compression_tokens_before_total", trigger="manual_api")
         == (line["tokens_before"])
     )
+
+
+def test_a_page_s_server_error_shows_the_request_id(admin_client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("/etc/hermes/secret")
+
+    monkeypatch.setattr("compression.pages.views.render", broken)
+    response = admin_client.get("/console/", HTTP_X_REQUEST_ID="req-page-500")
+    assert response.status_code == 500
+    assert "Request id: req-page-500" in response.content.decode()
+    assert response["X-Request-ID"] == "req-page-500"
