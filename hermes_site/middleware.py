@@ -45,6 +45,10 @@ def _route(request: HttpRequest) -> str:
     return "unmatched"
 
 
+# Django answers any method name; a label per made-up one would grow the metrics without bound.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def _channel(request: HttpRequest) -> str | None:
     """The channel whose key authenticated an API request (django-ninja's ``request.auth``)."""
     return getattr(getattr(request, "auth", None), "name", None)
@@ -87,9 +91,8 @@ class RequestObserver:
             response = self.get_response(request)
             seconds = time.perf_counter() - started
             route = _route(request)
-            REQUEST_SECONDS.labels(route, request.method or "", str(response.status_code)).observe(
-                seconds
-            )
+            method = request.method if request.method in METHODS else "other"
+            REQUEST_SECONDS.labels(route, method, str(response.status_code)).observe(seconds)
             response[REQUEST_ID_HEADER] = request_id
             _with_request_id(response, request_id)
             if settings.HERMES.server.log_format == "json":
@@ -97,14 +100,14 @@ class RequestObserver:
                 session_id = match.kwargs.get("session_id") if match is not None else None
                 request_log.info(
                     "%s %s %s %.1f ms",
-                    request.method,
+                    method,
                     route,
                     response.status_code,
                     seconds * 1000,
                     extra={
                         "event": "request",
                         "route": route,
-                        "method": request.method,
+                        "method": method,
                         "status": response.status_code,
                         "ms": round(seconds * 1000, 1),
                         "session_id": str(session_id) if session_id is not None else None,

@@ -156,6 +156,8 @@ def test_api_requests_and_searches_move_their_histograms_by_route_status_and_ind
         name = "hermes_http_request_duration_seconds_count"
         assert value(after, name, **labels) - value(before, name, **labels) == 1, status
     assert sid not in after  # ids never become labels
+    Client().generic("BREW", "/healthz")
+    assert 'method="BREW"' not in scrape()  # nor made-up methods
     name = "hermes_search_duration_seconds_count"
     assert value(after, name, index="bigram") - value(before, name, index="bigram") == 1
 
