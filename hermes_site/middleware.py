@@ -69,7 +69,11 @@ def _with_request_id(response: HttpResponse, request_id: str) -> None:
         return
     if isinstance(body, dict) and "request_id" not in body:
         body["request_id"] = request_id
-        response.content = json.dumps(body)
+        text = json.dumps(body, ensure_ascii=False)  # as the API writes it: UTF-8, no escapes
+        try:
+            response.content = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: keep the escapes rather than fail
+            response.content = json.dumps(body)
         if response.has_header("Content-Length"):  # set by CommonMiddleware, for the old body
             response["Content-Length"] = str(len(response.content))
 

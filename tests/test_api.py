@@ -469,9 +469,11 @@ def test_answers_are_utf8_json_that_shows_chinese_as_chinese_not_escapes(gateway
         gateway.get(f"/sessions/{sid}/context"),
         gateway.get("/search", q="用Django写代码"),
         gateway.post("/sessions", {"model": 5}),  # an error answer too
+        gateway.post("/sessions", {"model": "gpt-4o", "数据": 1}),  # one that names Chinese
     ]
     for response in answers:
         assert response["Content-Type"] == "application/json; charset=utf-8"
         assert b"\\u" not in response.content, response.content[:200]
     assert "数据库迁移".encode() in opened.content
     assert "用Django写代码".encode() in answers[3].content
+    assert "数据".encode() in answers[5].content and b"request_id" in answers[5].content
