@@ -12,7 +12,8 @@ from ninja import Body, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from compression.agent import recall
-from compression.agent.turn import run_turn
+from compression.agent.stream import streamed_turn
+from compression.agent.turn import TurnResult, run_turn
 from compression.models import CompressionEvent
 from compression.policy.triggers import enqueue_manual
 from compression.tasks import result_dict
@@ -65,6 +66,12 @@ class CompressOut(Schema):
 class TurnIn(Schema):
     content: Annotated[str, Field(min_length=1)]
     name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    stream: bool = Field(
+        False,
+        description="Answer with server-sent events: `delta` (the model's text as it is "
+        "written), `tool` (each session_search call), then `done` (this operation's JSON "
+        "answer) or `error` (`detail`, `status`).",
+    )
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
@@ -135,7 +142,17 @@ def turn(request: HttpRequest, session_id: str, payload: TurnIn):
     """The gateway's inbound user message: hygiene, preflight, the chat model call, the reply and
     usage stored, the post-call check. `/compress [focus]` runs the manual command instead."""
     session = get_session_for_channel(request.auth, session_id)
-    result = run_turn(session, payload.content, payload.name)
+    if payload.stream:
+        return streamed_turn(
+            session,
+            payload.content,
+            payload.name,
+            lambda result: TurnOut.model_validate(_turn_out(result)).model_dump(mode="json"),
+        )
+    return _turn_out(run_turn(session, payload.content, payload.name))
+
+
+def _turn_out(result: TurnResult) -> dict[str, Any]:
     return {
         "session": SessionOut.of(result.session),
         "reply": MessageOut.of(result.reply) if result.reply else None,

@@ -8,7 +8,9 @@ retries, within ``max_attempts`` per turn. Whatever fails, the user's message is
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,11 +33,17 @@ from compression.policy.triggers import Decision, decide, run_automatic
 from hermes_site.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
-from sessions_app.services import ServiceError, append_messages, live_context
+from sessions_app.services import (
+    ServiceError,
+    append_messages,
+    live_context,
+    rollback_messages,
+)
 from sessions_app.services.context import live_rows
 from sessions_app.services.validation import normalize_message, validate_message
 
 Trigger = CompressionEvent.Trigger
+logger = logging.getLogger(__name__)
 COMMAND = "/compress"
 
 
@@ -168,6 +176,100 @@ def call_chat(
     return reply, usage
 
 
+def _chat(
+    session: Session,
+    chat: ChatModelConfig,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: str | None = None,
+    stream: bool,
+) -> Generator[dict[str, Any], None, tuple[dict, dict | None]]:
+    """One chat call of the turn: whole, or streamed with a ``delta`` event per piece."""
+    if not stream:
+        return call_chat(chat, model_of(session), messages, tools=tools, tool_choice=tool_choice)
+    client = _client(chat)
+    options: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
+    if tools:
+        options["tools"] = tools
+        if tool_choice:
+            options["tool_choice"] = tool_choice
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage: dict[str, int] | None = None
+    try:
+        chunks = _request(
+            lambda: client.chat.completions.create(
+                model=model_of(session), messages=messages, **options
+            )
+        )
+        try:
+            for chunk in _stream_of(chunks):
+                usage = _usage_of(chunk) or usage
+                for choice in chunk.choices or ():
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        text.append(delta.content)
+                        yield {"event": "delta", "content": delta.content}
+                    for part in delta.tool_calls or ():
+                        call = calls.setdefault(
+                            part.index,
+                            {
+                                "id": "",
+                                "type": "function",
+                                "function": {"name": "", "arguments": ""},
+                            },
+                        )
+                        call["id"] = part.id or call["id"]
+                        if part.function is not None:
+                            call["function"]["name"] += part.function.name or ""
+                            call["function"]["arguments"] += part.function.arguments or ""
+        except GeneratorExit:
+            # The client went away mid-reply: what the model said so far is kept, rolled back
+            # (searchable by operators, never in the live context), and the turn ends here.
+            chunks.close()
+            _keep_interrupted(session, "".join(text))
+            raise
+    finally:
+        client.close()
+    reply: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        reply["tool_calls"] = [calls[i] for i in sorted(calls)]
+        reply["content"] = reply["content"] or None
+    return reply, usage
+
+
+def _stream_of(chunks):
+    """The SDK's stream, its errors as ours (a connection lost mid-stream is a failed call)."""
+    try:
+        yield from chunks
+    except openai.APIError as exc:
+        raise ChatFailed(f"The chat model's stream broke off: {exc}"[:500]) from None
+
+
+def _usage_of(chunk: Any) -> dict[str, int] | None:
+    raw = getattr(chunk, "usage", None)
+    if raw is None:
+        return None
+    numbers = {
+        "prompt_tokens": getattr(raw, "prompt_tokens", None),
+        "completion_tokens": getattr(raw, "completion_tokens", None),
+    }
+    return {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
+
+
+def _keep_interrupted(session: Session, text: str) -> None:
+    if not text.strip():
+        return
+    try:
+        append_messages(session, [{"role": "assistant", "content": text}], run_hooks=False)
+        rollback_messages(session, 1, reason="interrupted")
+    except ServiceError:
+        logger.warning("an interrupted reply of session %s could not be kept", session.pk)
+
+
 def model_of(session: Session) -> str:
     """The session's model is the model (its threshold is computed for it); ``model.default``
     only names the model of sessions opened without one."""
@@ -183,6 +285,26 @@ def run_turn(
 ) -> TurnResult:
     """One inbound user message. ``command_trigger`` names the gateway in the event trail when
     the message is the ``/compress`` command (a chat channel, or an ACP editor)."""
+    steps = turn_steps(session, content, name, command_trigger=command_trigger, stream=False)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def turn_steps(
+    session: Session,
+    content: str,
+    name: str | None = None,
+    *,
+    command_trigger: str = Trigger.MANUAL_CHANNEL,
+    stream: bool = True,
+) -> Generator[dict[str, Any], None, TurnResult]:
+    """The turn as it happens: yields ``{"event": "delta", "content": …}`` as the model writes
+    (``stream``) and ``{"event": "tool", …}`` for each tool call it makes, and returns the
+    TurnResult. Closed early (a client that went away), it keeps the session consistent: the
+    user's message stays, a reply cut off is stored rolled back (``interrupted``), never live."""
     result = TurnResult(session=session)
     stripped = content.strip()
     if stripped == COMMAND or stripped.startswith(COMMAND + " "):
@@ -240,8 +362,8 @@ def run_turn(
                     result.decisions.append(Decision(Trigger.SERVER, "compressed", event.reason))
                     session.refresh_from_db()
             else:
-                reply, usage = call_chat(
-                    chat, model_of(session), live_context(session), tools=tools
+                reply, usage = yield from _chat(
+                    session, chat, live_context(session), tools=tools, stream=stream
                 )
             break
         except _ChatError as error:
@@ -274,7 +396,9 @@ def run_turn(
                     "compressed further; your message is stored."
                 ) from None
     if reply.get("tool_calls"):
-        reply, usage = _tool_rounds(session, chat, reply, usage, tools or [], result)
+        reply, usage = yield from _tool_rounds(
+            session, chat, reply, usage, tools or [], result, stream
+        )
     try:
         stored = append_messages(session, [reply], usage=usage)  # the post-call check runs here
     except ServiceError as exc:
@@ -296,7 +420,8 @@ def _tool_rounds(
     usage: dict[str, int] | None,
     tools: list[dict[str, Any]],
     result: TurnResult,
-) -> tuple[dict[str, Any], dict[str, int] | None]:
+    stream: bool,
+) -> Generator[dict[str, Any], None, tuple[dict[str, Any], dict[str, int] | None]]:
     """The model asked for tools: store each call and its result as ordinary rows, call the
     model again, and so on -- at most ``recall.max_rounds`` rounds within
     ``recall.time_budget_seconds``; then once more with tools off, so the turn ends in an
@@ -309,6 +434,13 @@ def _tool_rounds(
             reply = {"role": "assistant", "content": reply.get("content") or ""}
             break
         answers = [_answer(session, call) for call in reply["tool_calls"]]
+        for call, answer in zip(reply["tool_calls"], answers, strict=True):
+            yield {
+                "event": "tool",
+                "name": (call.get("function") or {}).get("name"),
+                "arguments": (call.get("function") or {}).get("arguments"),
+                "result": answer["content"],
+            }
         try:
             stored = append_messages(session, [reply, *answers], run_hooks=False)
         except ServiceError as exc:
@@ -319,22 +451,25 @@ def _tool_rounds(
         result.tool_rows.extend(stored.messages)
         rounds += 1
         last = rounds >= settings.max_rounds or time.monotonic() >= deadline
-        reply, usage = _call_again(session, chat, tools, last)
+        reply, usage = yield from _call_again(session, chat, tools, last, stream)
         if last:
             tools = []
     return reply, usage
 
 
 def _call_again(
-    session: Session, chat: ChatModelConfig, tools: list[dict[str, Any]], last: bool
-) -> tuple[dict[str, Any], dict[str, int] | None]:
+    session: Session, chat: ChatModelConfig, tools: list[dict[str, Any]], last: bool, stream: bool
+) -> Generator[dict[str, Any], None, tuple[dict[str, Any], dict[str, int] | None]]:
     try:
-        return call_chat(
-            chat,
-            model_of(session),
-            live_context(session),
-            tools=tools,
-            tool_choice="none" if last else None,
+        return (
+            yield from _chat(
+                session,
+                chat,
+                live_context(session),
+                tools=tools,
+                tool_choice="none" if last else None,
+                stream=stream,
+            )
         )
     except _ChatError as error:
         raise ChatFailed(

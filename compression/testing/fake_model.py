@@ -180,7 +180,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, _response(behaviour, model))
             return
         if (body or {}).get("stream"):
-            self._stream(behaviour, model)
+            usage = ((body or {}).get("stream_options") or {}).get("include_usage")
+            self._stream(behaviour, model, with_usage=bool(usage))
         else:
             message: dict[str, Any] = {"role": "assistant", "content": behaviour.content}
             if behaviour.reasoning is not None:
@@ -206,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
 
-    def _stream(self, behaviour: Reply, model: str) -> None:
+    def _stream(self, behaviour: Reply, model: str, *, with_usage: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -234,7 +235,31 @@ class _Handler(BaseHTTPRequestHandler):
             for start in range(0, len(text), size):
                 time.sleep(behaviour.chunk_delay)
                 send({"content": text[start : start + size]})
-            send({}, finish="stop")
+            for index, call in enumerate(behaviour.tool_calls or ()):
+                # As OpenAI streams a call: its id and name first, then the arguments in pieces.
+                function = call.get("function") or {}
+                head = {"index": index, "id": call.get("id"), "type": "function"}
+                send({"tool_calls": [{**head, "function": {"name": function.get("name")}}]})
+                arguments = function.get("arguments") or ""
+                half = len(arguments) // 2
+                for piece in (arguments[:half], arguments[half:]):
+                    send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            send({}, finish="tool_calls" if behaviour.tool_calls else "stop")
+            if with_usage:
+                usage = behaviour.usage or {"prompt_tokens": 10, "completion_tokens": 10}
+                chunk = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [],
+                    "usage": {
+                        **usage,
+                        "total_tokens": usage.get("prompt_tokens", 0)
+                        + usage.get("completion_tokens", 0),
+                    },
+                }
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
