@@ -308,6 +308,15 @@ class ServerConfig(_Block):
     sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 2048
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    # bin/serve (manage.py serve): gunicorn's address, processes and threads per process. Sized
+    # for SQLite WAL, which takes one writer at a time: a few processes with some threads each;
+    # on PostgreSQL raise web_workers (about 2 x cores). $HERMES_ADDR overrides bind.
+    bind: str = "127.0.0.1:8000"
+    web_workers: Annotated[int, Field(ge=1, le=64)] = 2
+    web_threads: Annotated[int, Field(ge=1, le=64)] = 4
+    # How long a stop may take: requests in flight finish and the worker hands back its tasks
+    # within this; whatever still runs after it is killed.
+    stop_timeout_seconds: Annotated[int, Field(ge=2, le=300)] = 8
     # Scale-out (docs/deployment.md). Empty: SQLite in data_dir and django-q2's ORM broker.
     database_url: str = ""  # postgres://user:password@host:5432/name
     broker_url: str = ""  # redis://host:6379/0
@@ -341,6 +350,14 @@ class ServerConfig(_Block):
                 "expected postgres://user:password@host:5432/name or sqlite:///path/to/file"
             )
         return value
+
+    @field_validator("bind")
+    @classmethod
+    def _bind_address(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if value.startswith("unix:") or (sep and host and port.isdigit()):
+            return value
+        raise ValueError("expected HOST:PORT (127.0.0.1:8000, 0.0.0.0:8000) or unix:/path/to.sock")
 
     @field_validator("broker_url")
     @classmethod

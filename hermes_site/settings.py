@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "compression",
     "search",
     "hermes_import",
+    "hermes_site",  # the site's own commands: serve (web + worker), worker
 ]
 
 MIDDLEWARE = [
