@@ -1,0 +1,45 @@
+"""Gunicorn's settings for ``bin/serve`` (``gunicorn -c hermes_site/gunicorn_conf.py``), read
+from the one config file so the web server and Django agree on them.
+
+Threads (``gthread``) rather than many processes: on the SQLite default one writer holds the
+database at a time, so more processes only queue on its lock, while threads keep slow readers
+(a search, a long-polling compress) from holding up the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes_site.config import config_path, load_config
+
+_server = load_config(config_path(Path(__file__).resolve().parent.parent)).server
+
+wsgi_app = "hermes_site.wsgi:application"
+bind = [os.environ.get("HERMES_ADDR") or _server.bind]
+workers = _server.web_workers
+worker_class = "gthread"
+threads = _server.web_threads
+# SIGTERM: stop accepting, let requests in flight finish for this long, then stop the workers.
+# One second less than the whole stop budget, which the parent (manage.py serve) enforces.
+graceful_timeout = max(1, _server.stop_timeout_seconds - 1)
+# A worker whose main loop is stuck this long is replaced. With threads a slow request (a
+# compress call waiting for its result) does not block the loop, so this is not a request limit.
+timeout = 60
+keepalive = 5
+proc_name = "hermes-web"
+# No control socket: bin/serve is the control, and its default path ($HOME/.gunicorn) would be
+# shared by every gunicorn of the user.
+control_socket_disable = True
+# Gunicorn's own log (start, stop, worker deaths) to stderr, beside the worker's.
+errorlog = "-"
+loglevel = "info"
+
+
+def child_exit(server, worker) -> None:
+    """A web process ended: prometheus_client's multiprocess mode keeps its live gauges per
+    process id, and marking it dead drops them from /metrics."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -1,0 +1,200 @@
+"""``manage.py serve`` (what ``bin/serve`` runs): the service as it is deployed -- gunicorn and
+the background worker under one parent.
+
+Before starting them it applies migrations (a no-op when there are none) and collects static
+files only when they changed since the last collection (a fingerprint of every source file and
+the static settings, kept beside the collected files): collecting takes seconds and most starts
+change nothing.
+
+The parent forwards SIGTERM and SIGINT (Ctrl-C) to both children as SIGTERM, their graceful stop,
+and waits at most ``server.stop_timeout_seconds`` + 1 s; whatever still runs then is killed and
+the exit code is 1. When one child ends on its own, the other is stopped the same way and the
+exit code is 1: a process manager sees one service that failed and restarts it whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+
+FINGERPRINT_FILE = ".hermes-static-fingerprint"
+MANIFEST_FILE = "staticfiles.json"  # whitenoise's manifest: collectstatic has completed
+IGNORE_PATTERNS = ["CVS", ".*", "*~"]  # collectstatic's defaults
+GRACE_SECONDS = 1.0  # the parent's margin over the children's own stop budget
+POLL_SECONDS = 0.1
+
+
+def static_fingerprint() -> str:
+    """A hash of everything collectstatic would read: each source file's path and content, and
+    the settings that decide where and how they are written."""
+    from django.contrib.staticfiles.finders import get_finders
+
+    digest = hashlib.sha256()
+    backend = settings.STORAGES["staticfiles"]["BACKEND"]
+    digest.update(json.dumps([settings.STATIC_URL, str(settings.STATIC_ROOT), backend]).encode())
+    files = []
+    for finder in get_finders():
+        for path, storage in finder.list(IGNORE_PATTERNS):
+            prefix = getattr(storage, "prefix", None) or ""
+            files.append((f"{prefix}/{path}", storage.path(path)))
+    for name, source in sorted(files):
+        digest.update(name.encode() + b"\0")
+        digest.update(hashlib.sha256(Path(source).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM (a graceful stop) if the parent dies, even by
+    SIGKILL, so no web server or worker is left running without its parent (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the service: migrate, collect static files if they changed, then run gunicorn "
+        "(server.bind, web_workers, web_threads) and the background worker until SIGTERM or "
+        "Ctrl-C, which stop both within server.stop_timeout_seconds."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--no-migrate", action="store_true", help="Do not apply migrations first."
+        )
+
+    def handle(self, *args, **options) -> None:
+        server = settings.HERMES.server
+        if not options["no_migrate"]:
+            call_command("migrate", interactive=False, verbosity=1)
+        self._static()
+        env = self._environment()
+        connections.close_all()  # the children open their own
+
+        address = os.environ.get("HERMES_ADDR") or server.bind
+        web_argv = [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
+        worker_argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "worker"]
+        received: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda n, _frame: received.append(n))
+        children = {
+            "web server (gunicorn)": self._spawn(web_argv, env),
+            "worker (django-q2 cluster)": self._spawn(worker_argv, env),
+        }
+        self.stdout.write(
+            f"Serving on http://{address}/ with {server.web_workers} web processes x "
+            f"{server.web_threads} threads and {server.q_workers} task workers. "
+            "Ctrl-C or SIGTERM stops both.",
+        )
+        self.stdout.flush()
+
+        died = None
+        while not received and died is None:
+            time.sleep(POLL_SECONDS)
+            died = next((name for name, p in children.items() if p.poll() is not None), None)
+        if died is not None:
+            code = children[died].returncode
+            self.stderr.write(f"The {died} ended on its own (exit code {code}); stopping.")
+        else:
+            name = signal.Signals(received[0]).name
+            self.stdout.write(
+                f"{name}: stopping (at most {server.stop_timeout_seconds + GRACE_SECONDS:g} s)…"
+            )
+        self.stdout.flush()
+        started = time.monotonic()
+        clean = self._stop(children, server.stop_timeout_seconds + GRACE_SECONDS)
+        elapsed = time.monotonic() - started
+        if died is not None:
+            raise CommandError(f"the {died} ended unexpectedly; see its log above", returncode=1)
+        if not clean:
+            raise CommandError(
+                f"stopped after {elapsed:.1f} s, but not cleanly (see above)", returncode=1
+            )
+        self.stdout.write(f"Stopped in {elapsed:.1f} s.")
+
+    def _static(self) -> None:
+        root = Path(settings.STATIC_ROOT)
+        stamp = root / FINGERPRINT_FILE
+        fingerprint = static_fingerprint()
+        current = stamp.read_text(encoding="ascii").strip() if stamp.is_file() else ""
+        if current == fingerprint and (root / MANIFEST_FILE).is_file():
+            self.stdout.write("Static files unchanged: collectstatic skipped.")
+            return
+        started = time.monotonic()
+        call_command("collectstatic", interactive=False, verbosity=0)
+        stamp.write_text(fingerprint + "\n", encoding="ascii")
+        self.stdout.write(f"Static files collected in {time.monotonic() - started:.1f} s.")
+
+    def _environment(self) -> dict[str, str]:
+        """The children's environment: prometheus_client's multiprocess mode in a directory
+        emptied now (files of processes gone would otherwise count forever)."""
+        metrics = Path(settings.DATA_DIR) / "prometheus"
+        shutil.rmtree(metrics, ignore_errors=True)
+        metrics.mkdir(parents=True, exist_ok=True)
+        return {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": os.environ.get(
+                "DJANGO_SETTINGS_MODULE", "hermes_site.settings"
+            ),
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
+        }
+
+    def _spawn(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        # A session of its own: Ctrl-C reaches the parent only, which stops the children in
+        # order (gunicorn takes SIGINT as "quit now"), and a group to clean up afterwards.
+        return subprocess.Popen(  # noqa: S603 - our own interpreter and modules
+            argv,
+            cwd=settings.BASE_DIR,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+
+    def _stop(self, children: dict[str, subprocess.Popen], budget: float) -> bool:
+        """SIGTERM to each child still running, wait up to ``budget`` seconds, kill what is
+        left (and anything left in their process groups). True when all ended in time with 0."""
+        deadline = time.monotonic() + budget
+        for process in children.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGTERM)
+        while any(p.poll() is None for p in children.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        clean = True
+        for name, process in children.items():
+            problem = None
+            if process.poll() is None:
+                problem = f"The {name} did not stop within {budget:g} s: killed."
+            elif _group_alive(process.pid):
+                problem = f"Processes of the {name} outlived it: killed."
+            if problem:
+                self.stderr.write(problem)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            if problem is None and process.returncode != 0:
+                problem = f"The {name} exited with code {process.returncode}."
+                self.stderr.write(problem)
+            clean = clean and problem is None
+        return clean
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -1,0 +1,369 @@
+"""``manage.py serve`` (what ``bin/serve`` and ``bin/demo`` run) as an operator runs it: the real
+parent with gunicorn and the django-q2 cluster under it, on a database of its own, stopped the
+way a process manager, ``docker stop`` or Ctrl-C stops it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from compression.testing.fake_model import FakeModelServer, Reply
+from tests.processes import ROOT, isolated_env, python, wait_for
+
+STOP_LIMIT = 10.0  # seconds: the issue's bound for a stop, whatever it has to interrupt
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(method: str, url: str, key: str = "", body: dict | None = None, timeout: float = 30):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)  # noqa: S310 - loopback
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """Every live process: pid -> (parent pid, process group, state)."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        table[int(entry.name)] = (int(fields[1]), int(fields[2]), fields[0])
+    return table
+
+
+def _alive_in_groups(groups: set[int]) -> list[int]:
+    return [
+        pid for pid, (_, pgrp, state) in _processes().items() if pgrp in groups and state != "Z"
+    ]
+
+
+class Served:
+    """One run of ``manage.py serve`` with its output in a file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("w") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "serve"],
+                cwd=ROOT,
+                env={**env, "HERMES_ADDR": f"127.0.0.1:{self.port}"},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_for(
+                lambda: _call("GET", f"{self.base}/healthz", timeout=5)[0] == 200, "serve", 120
+            )
+            wait_for(lambda: len(self.children()) == 2, "both children", 30)
+        except BaseException:
+            self.process.kill()
+            raise
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def children(self) -> dict[str, int]:
+        """The parent's two children by role: {'web': pid, 'worker': pid}."""
+        found = {}
+        for pid, (ppid, _, state) in _processes().items():
+            if ppid != self.process.pid or state == "Z":
+                continue
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            found["web" if b"gunicorn" in cmdline else "worker"] = pid
+        return found
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, float]:
+        """Send ``signum``; the exit code and the seconds until the parent had exited."""
+        started = time.monotonic()
+        self.process.send_signal(signum)
+        try:
+            code = self.process.wait(timeout=STOP_LIMIT + 20)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        return code, time.monotonic() - started
+
+
+@pytest.fixture
+def model():
+    with FakeModelServer() as server:
+        server.script.default = Reply("## Goal\nSummarised by the loopback model.")
+        yield server
+
+
+def _serving_env(tmp_path: Path, model: FakeModelServer):
+    sections = (
+        f"auxiliary:\n  compression:\n    model: fake-summary\n    base_url: {model.base_url}\n"
+    )
+    return isolated_env(tmp_path, server="  stop_timeout_seconds: 8\n", sections=sections)
+
+
+def _key(env: dict[str, str]) -> str:
+    out = python("manage.py", "create_channel", "serve-test", env=env, timeout=60)
+    return out.split("store it now): ")[1].strip()
+
+
+def _session_with_history(base: str, key: str, turns: int = 15) -> str:
+    status, session = _call("POST", f"{base}/api/v1/sessions", key, {"model": "gpt-4o"})
+    assert status == 201, session
+    messages = []
+    for n in range(turns):
+        messages += [
+            {"role": "user", "content": f"check the cache of server-{n} " * 5},
+            {"role": "assistant", "content": f"server-{n}: the cache TTL is {n * 10}s. " * 5},
+        ]
+    sid = session["id"]
+    status, body = _call(
+        "POST", f"{base}/api/v1/sessions/{sid}/messages", key, {"messages": messages}
+    )
+    assert status == 201, body
+    return sid
+
+
+DB_STATE = """
+import django, json; django.setup()
+from django_q.brokers import get_broker
+from compression.models import CompressionEvent
+from sessions_app.models import Session
+session = Session.objects.get(pk="{sid}")
+print(json.dumps({{
+    "claimed": session.compressing_until is not None,
+    "queued": get_broker().queue_size(),
+    "compressed": CompressionEvent.objects.filter(session=session, outcome="compressed").count(),
+}}))
+"""
+
+
+def _db_state(env: dict[str, str], sid: str) -> dict:
+    return json.loads(python("-c", DB_STATE.format(sid=sid), env=env))
+
+
+def test_serve_runs_a_task_and_sigterm_stops_web_and_worker_within_ten_seconds(tmp_path, model):
+    with _serving_env(tmp_path, model) as env:
+        key = _key(env)
+        served = Served(env, tmp_path / "serve.log")
+        sid = _session_with_history(served.base, key)
+        status, result = _call(
+            "POST",
+            f"{served.base}/api/v1/sessions/{sid}/compress",
+            key,
+            {"wait": True, "wait_seconds": 60},
+            timeout=90,
+        )
+        assert status == 200, result
+        assert result["outcome"] == "compressed"  # run by the cluster the parent started
+        assert model.requests
+        groups = set(served.children().values())
+        assert _alive_in_groups(groups)
+
+        code, seconds = served.stop(signal.SIGTERM)
+
+        assert code == 0, served.output()
+        assert seconds < STOP_LIMIT
+        assert _alive_in_groups(groups) == [], "a web or worker process outlived the stop"
+        out = served.output()
+        assert "Static files collected" in out
+        assert "SIGTERM: stopping" in out and "Stopped in" in out
+
+
+def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(tmp_path, model):
+    with _serving_env(tmp_path, model) as env:
+        first = Served(env, tmp_path / "first.log")
+        groups = set(first.children().values())
+        code, seconds = first.stop(signal.SIGINT)
+        assert code == 0, first.output()
+        assert seconds < STOP_LIMIT
+        assert _alive_in_groups(groups) == []
+        manifest = tmp_path / "static" / "staticfiles.json"
+        collected_at = manifest.stat().st_mtime_ns
+        assert "Static files collected" in first.output()
+
+        second = Served(env, tmp_path / "second.log")
+        try:
+            assert "collectstatic skipped" in second.output()
+            assert manifest.stat().st_mtime_ns == collected_at
+            with urllib.request.urlopen(f"{second.base}/static/hermes/console.css") as page:  # noqa: S310
+                assert page.status == 200
+        finally:
+            code, _ = second.stop(signal.SIGTERM)
+        assert code == 0, second.output()
+
+
+@pytest.mark.parametrize("victim", ["worker", "web"])
+def test_when_one_child_dies_the_parent_stops_the_other_and_exits_non_zero(tmp_path, model, victim):
+    with _serving_env(tmp_path, model) as env:
+        served = Served(env, tmp_path / "serve.log")
+        children = served.children()
+        groups = set(children.values())
+        os.kill(children[victim], signal.SIGKILL)
+        try:
+            code = served.process.wait(timeout=STOP_LIMIT + 5)
+        finally:
+            if served.process.poll() is None:
+                served.process.kill()
+        assert code != 0
+        assert "ended on its own" in served.output()
+        assert _alive_in_groups(groups) == []
+
+
+def test_a_stop_interrupts_a_hung_compression_releases_its_claim_and_keeps_it_queued(
+    tmp_path, model
+):
+    """What kept django-q2's own stop at "stopping" for minutes: a task waiting on the summary
+    model. Here the model never answers the first call; the stop still takes seconds, the
+    session is free to compress again, and the task runs at the next start."""
+    model.then(Reply("never sent", delay=120))
+    with _serving_env(tmp_path, model) as env:
+        key = _key(env)
+        served = Served(env, tmp_path / "serve.log")
+        sid = _session_with_history(served.base, key)
+        status, queued = _call(
+            "POST", f"{served.base}/api/v1/sessions/{sid}/compress", key, {"wait": False}
+        )
+        assert status == 202, queued
+        wait_for(lambda: bool(model.requests), "the summary model call", 60)
+        assert _db_state(env, sid)["claimed"]
+
+        code, seconds = served.stop(signal.SIGTERM)
+
+        assert code == 0, served.output()
+        assert seconds < STOP_LIMIT
+        state = _db_state(env, sid)
+        assert not state["claimed"], "the interrupted compression kept its claim"
+        assert state["queued"] == 1, "the interrupted task was not handed back to the queue"
+        assert "Handed task" in served.output()
+
+        again = Served(env, tmp_path / "again.log")
+        try:
+            wait_for(lambda: _db_state(env, sid)["compressed"] == 1, "the requeued task", 60)
+        finally:
+            again.stop(signal.SIGTERM)
+
+
+CONTENTS = """
+import django, json; django.setup()
+from sessions_app.models import Message
+print(json.dumps(list(Message.objects.filter(session_id__in={sids!r}).values_list(
+    "content", flat=True))))
+"""
+
+
+def test_sigterm_under_load_of_16_appending_clients_loses_no_acknowledged_message(tmp_path, model):
+    clients = 16
+    with _serving_env(tmp_path, model) as env:
+        key = _key(env)
+        served = Served(env, tmp_path / "serve.log")
+        sids = []
+        for _ in range(clients):
+            status, session = _call("POST", f"{served.base}/api/v1/sessions", key, {"model": "m"})
+            assert status == 201
+            sids.append(session["id"])
+        acknowledged: list[str] = []
+        answered_after_signal = []
+        stopping = threading.Event()
+        signalled_at = [float("inf")]
+        lock = threading.Lock()
+
+        def client(n: int) -> None:
+            url = f"{served.base}/api/v1/sessions/{sids[n]}/messages"
+            for i in range(10_000):  # bounded: ends when the service is gone
+                content = f"client {n} message {i}"
+                body = {"messages": [{"role": "user", "content": content}]}
+                try:
+                    status, _ = _call("POST", url, key, body, timeout=15)
+                except (OSError, ValueError):
+                    if stopping.is_set():
+                        return
+                    time.sleep(0.05)
+                    continue
+                if 200 <= status < 300:
+                    with lock:
+                        acknowledged.append(content)
+                        if time.monotonic() > signalled_at[0]:
+                            answered_after_signal.append(content)
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+        for thread in threads:
+            thread.start()
+        wait_for(lambda: len(acknowledged) >= 100, "100 acknowledged appends", 60)
+        stopping.set()
+        signalled_at[0] = time.monotonic()
+        code, seconds = served.stop(signal.SIGTERM)
+        for thread in threads:
+            thread.join(timeout=30)
+
+        assert code == 0, served.output()
+        assert seconds < STOP_LIMIT
+        # Requests in flight when SIGTERM arrived were answered, not cut off.
+        assert answered_after_signal, "no request was in flight when the stop began"
+        stored = set(json.loads(python("-c", CONTENTS.format(sids=sids), env=env)))
+        lost = [content for content in acknowledged if content not in stored]
+        assert lost == [], f"{len(lost)} acknowledged appends are not in the database"
+
+
+def test_the_static_fingerprint_changes_with_a_source_file_and_only_then(tmp_path, settings):
+    from django.contrib.staticfiles.finders import get_finder
+
+    from hermes_site.management.commands.serve import static_fingerprint
+
+    source = tmp_path / "static"
+    (source / "hermes").mkdir(parents=True)
+    (source / "hermes" / "app.css").write_text("body { color: black }")
+    settings.STATICFILES_DIRS = [source]
+    get_finder.cache_clear()
+    try:
+        first = static_fingerprint()
+        assert static_fingerprint() == first
+        (source / "hermes" / "app.css").write_text("body { color: navy }")
+        changed = static_fingerprint()
+        assert changed != first
+        settings.STATIC_URL = "/assets/"
+        assert static_fingerprint() != changed
+    finally:
+        get_finder.cache_clear()
+
+
+@pytest.mark.parametrize("bind", ["8000", "localhost", ":8000", "host:port"])
+def test_a_bind_address_without_host_and_port_is_refused_with_the_expected_form(bind):
+    from hermes_site.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=r"server\.bind: .*HOST:PORT"):
+        parse_config({"server": {"bind": bind}})
+
+
+def test_the_serve_defaults_suit_sqlite_and_stop_within_ten_seconds():
+    from hermes_site.config import parse_config
+
+    server = parse_config({}).server
+    assert server.bind == "127.0.0.1:8000"
+    assert server.web_workers * server.web_threads >= 4 and server.web_workers <= 4
+    assert server.stop_timeout_seconds + 1 < STOP_LIMIT  # the parent's margin included
