@@ -28,7 +28,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import connections
 
 FINGERPRINT_FILE = ".hermes-static-fingerprint"
@@ -95,9 +95,10 @@ class Command(BaseCommand):
             "worker (django-q2 cluster)": self._spawn(worker_argv, env),
         }
         self.stdout.write(
-            f"Serving on http://{address}/ with {server.web_workers} web processes x "
-            f"{server.web_threads} threads and {server.q_workers} task workers. "
-            "Ctrl-C or SIGTERM stops both.",
+            f"Serving on http://{address}/ ({server.web_workers} web processes x "
+            f"{server.web_threads} threads, {server.q_workers} task workers): the admin at "
+            "/admin/, the API at /api/v1/ (docs: /api/v1/docs), the console at /console/, "
+            "probes at /healthz and /readyz. Ctrl-C or SIGTERM stops both."
         )
         self.stdout.flush()
 
@@ -118,12 +119,16 @@ class Command(BaseCommand):
         clean = self._stop(children, server.stop_timeout_seconds + GRACE_SECONDS)
         elapsed = time.monotonic() - started
         if died is not None:
-            raise CommandError(f"the {died} ended unexpectedly; see its log above", returncode=1)
-        if not clean:
-            raise CommandError(
-                f"stopped after {elapsed:.1f} s, but not cleanly (see above)", returncode=1
-            )
-        self.stdout.write(f"Stopped in {elapsed:.1f} s.")
+            self.stderr.write(f"Error: the {died} ended unexpectedly; see its log above.")
+        elif not clean:
+            self.stderr.write(f"Error: stopped after {elapsed:.1f} s, but not cleanly (see above).")
+        else:
+            self.stdout.write(f"Stopped in {elapsed:.1f} s.")
+        self.stdout.flush()
+        self.stderr.flush()
+        # Nothing is left to tear down (the children are gone, no connection is open), and
+        # Python's teardown of a loaded Django takes a second or two the caller would wait for.
+        os._exit(0 if clean and died is None else 1)
 
     def _static(self) -> None:
         root = Path(settings.STATIC_ROOT)
