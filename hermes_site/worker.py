@@ -20,6 +20,7 @@ on Redis, where taking a task removes it, it would otherwise be lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -27,6 +28,7 @@ import signal
 import time
 from typing import Any
 
+from django.db import connections
 from django_q import cluster as q_cluster
 from django_q.brokers import Broker, get_broker
 from django_q.exceptions import TimeoutException
@@ -55,11 +57,21 @@ _state = _WorkerState()
 
 def hand_back(broker: Broker, task: dict[str, Any]) -> None:
     """Put a task taken from the broker back in the queue: a copy enqueued, then the original
-    acknowledged, so a crash in between runs it twice (tasks are idempotent), never not at all."""
+    acknowledged, so a crash in between runs it twice (tasks are idempotent), never not at all.
+    A failure is logged, not raised: the stop goes on (on the ORM broker the task then runs
+    again once its lock expires, after server.task_retry_seconds)."""
     copy = {k: v for k, v in task.items() if k not in ("ack_id", "result", "success", "stopped")}
-    broker.enqueue(SignedPackage.dumps(copy))
-    if task.get("ack_id"):
-        broker.acknowledge(task["ack_id"])
+    try:
+        # A task interrupted mid-query may have left its connection unusable: start afresh
+        # (Django drops the connection even when closing it fails).
+        with contextlib.suppress(Exception):
+            connections.close_all()
+        broker.enqueue(SignedPackage.dumps(copy))
+        if task.get("ack_id"):
+            broker.acknowledge(task["ack_id"])
+    except Exception:
+        logger.exception("Could not hand task %s back to the queue", task.get("name", "?"))
+        return
     logger.info("Handed task %s back to the queue", task.get("name", "?"))
 
 
@@ -122,14 +134,22 @@ class BoundedSentinel(q_cluster.Sentinel):
             if process.is_alive():
                 os.kill(process.pid, signal.SIGTERM)  # see _on_stop
         # The pusher may be blocked putting a task into a full local queue: draining frees it.
+        # Until it has gone it may also take a task just handed back: drained again below.
         while self.pusher.is_alive() and time.monotonic() < deadline - 2:
             self._drain()
             time.sleep(0.05)
         if self.pusher.is_alive():
             self.pusher.kill()
-        # Idle workers end on a pill; one that takes a task first hands it back and ends.
-        for _ in self.pool:
-            self.task_queue.put(STOP)
+        self._drain()
+        # Idle workers end on a pill; one that takes a task first hands it back and ends. The
+        # local queue is bounded (queue_limit): never block on it.
+        pills = len(self.pool)
+        while pills and time.monotonic() < deadline - 1:
+            try:
+                self.task_queue.put(STOP, timeout=0.05)
+                pills -= 1
+            except queue.Full:
+                self._drain()
         while self.pool and time.monotonic() < deadline - 1:
             self.pool = [p for p in self.pool if p.is_alive()]
             time.sleep(0.05)

@@ -189,6 +189,10 @@ class Command(BaseCommand):
                 self.stderr.write(problem)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
+                # Exit only once they are gone (a reaped-late zombie may count for a second).
+                gone_by = time.monotonic() + 1
+                while _group_alive(process.pid) and time.monotonic() < gone_by:
+                    time.sleep(0.02)
             process.wait()
             if problem is None and process.returncode != 0:
                 problem = f"The {name} exited with code {process.returncode}."
