@@ -217,9 +217,16 @@ def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(t
         collected_at = manifest.stat().st_mtime_ns
         assert "Static files collected" in first.output()
 
+        stale = tmp_path / "prometheus" / "counter_999999.db"
+        stale.write_bytes(b"a metrics file of a process long gone")
         second = Served(env, tmp_path / "second.log")
         try:
             assert "collectstatic skipped" in second.output()
+            # prometheus_client's multiprocess directory: emptied, and both children use it.
+            assert not stale.exists()
+            for pid in second.children().values():
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                assert f"PROMETHEUS_MULTIPROC_DIR={tmp_path / 'prometheus'}".encode() in environ
             assert manifest.stat().st_mtime_ns == collected_at
             with urllib.request.urlopen(f"{second.base}/static/hermes/console.css") as page:  # noqa: S310
                 assert page.status == 200
@@ -387,3 +394,18 @@ def test_the_serve_defaults_suit_sqlite_and_stop_within_ten_seconds():
     assert server.bind == "127.0.0.1:8000"
     assert server.web_workers * server.web_threads >= 4 and server.web_workers <= 4
     assert server.stop_timeout_seconds + 1 < STOP_LIMIT  # the parent's margin included
+
+
+def test_gunicorn_marks_an_ended_web_process_dead_for_the_metrics(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from hermes_site import gunicorn_conf
+
+    live = tmp_path / "gauge_livesum_4242.db"
+    other = tmp_path / "gauge_livesum_4343.db"
+    live.write_bytes(b"")
+    other.write_bytes(b"")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    gunicorn_conf.child_exit(None, SimpleNamespace(pid=4242))
+    assert not live.exists()  # its live gauges no longer count
+    assert other.exists()
