@@ -1,0 +1,1 @@
+"""Keeping the store for years: backups and restores, storage reports, optimisation, retention."""
