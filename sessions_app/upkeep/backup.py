@@ -446,4 +446,9 @@ def pg_restore(path: Path, settings: dict, *, force: bool = False) -> Verificati
         env,
         "pg_restore",
     )
+    # A restored database has no planner statistics until ANALYZE; search plans need them
+    # (see search.backends.common._newest_first).
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    verification.checks.append("ANALYZE: planner statistics gathered")
     return verification
