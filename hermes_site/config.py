@@ -290,6 +290,23 @@ class RecallConfig(_Block):
     excerpt_chars: Annotated[int, Field(ge=80, le=4000)] = 400
 
 
+IdleDays = Annotated[int, Field(ge=0, le=36_500)]
+
+
+class RetentionConfig(_Block):
+    """Moving idle sessions out of the live set (this service's own block). Archiving hides a
+    session from the default session lists; it keeps every message and stays searchable, and
+    an append brings it back. Nothing is ever deleted."""
+
+    # Live sessions with no activity for this many days are archived once a day. 0: never.
+    archive_idle_days: IdleDays = 0
+    # Per channel, by name: overrides archive_idle_days (0 turns it off for that channel).
+    channels: dict[str, IdleDays] = Field(default_factory=dict)
+
+    def days_for(self, channel: str) -> int:
+        return self.channels.get(channel, self.archive_idle_days)
+
+
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
@@ -398,6 +415,7 @@ class HermesConfig(_Block):
     search: SearchConfig = Field(default_factory=SearchConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

@@ -134,6 +134,34 @@ class ApiKeyAdmin(HermesAdmin):
         self.message_user(request, f"Revoked {queryset.count()} key(s).")
 
 
+class ArchivedFilter(admin.SimpleListFilter):
+    """Sessions archived by retention are out of the live set: left out unless asked for."""
+
+    title = "archived"
+    parameter_name = "archived"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin):
+        return [("yes", "Archived"), ("all", "All")]
+
+    def choices(self, changelist):
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Live (not archived)",
+        }
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": self.value() == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Session]):
+        if self.value() == "all":
+            return queryset
+        return queryset.filter(archived_at__isnull=self.value() != "yes")
+
+
 @admin.register(Session)
 class SessionAdmin(HermesAdmin):
     list_display = (
@@ -147,7 +175,7 @@ class SessionAdmin(HermesAdmin):
         "guard_state",
         "last_activity_at",
     )
-    list_filter = ("channel", "model", "context_window_source")
+    list_filter = (ArchivedFilter, "channel", "model", "context_window_source")
     search_fields = ("id", "title", "external_id", "model")
     list_select_related = ("channel",)
     readonly_fields = (
@@ -173,6 +201,7 @@ class SessionAdmin(HermesAdmin):
         "updated_at",
         "last_activity_at",
         "last_reset_at",
+        "archived_at",
         "message_links",
     )
     fieldsets = (
@@ -204,7 +233,18 @@ class SessionAdmin(HermesAdmin):
                 )
             },
         ),
-        ("Times", {"fields": ("created_at", "updated_at", "last_activity_at", "last_reset_at")}),
+        (
+            "Times",
+            {
+                "fields": (
+                    "created_at",
+                    "updated_at",
+                    "last_activity_at",
+                    "last_reset_at",
+                    "archived_at",
+                )
+            },
+        ),
     )
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -113,6 +113,10 @@ class Session(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_activity_at = models.DateTimeField(auto_now_add=True)
     last_reset_at = models.DateTimeField(null=True, blank=True)
+    # Set by retention (retention.archive_idle_days) when the session was idle long enough:
+    # hidden from the default session lists, every message kept and searchable. The next
+    # append clears it.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-last_activity_at"]

@@ -79,7 +79,11 @@ class Size:
 def nearest_threshold(limit: int = 10) -> list[Size]:
     """The largest sessions by live tokens, with their real share of their own threshold (over
     100% when a guard or a failing summariser holds them back)."""
-    largest = Session.objects.select_related("channel").order_by("-live_tokens")
+    largest = (
+        Session.objects.filter(archived_at__isnull=True)  # archived: out of the live set
+        .select_related("channel")
+        .order_by("-live_tokens")
+    )
     overrides = config_overrides(get_config().compression) + table_overrides()  # read once
     sizes = []
     for session in largest[:SESSIONS_CHECKED]:

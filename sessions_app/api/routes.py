@@ -45,16 +45,23 @@ class SessionListQuery(Schema):
     offset: int = Field(0, ge=0, le=1_000_000)
     # Optional parameters, not nullable ones: a query string cannot say null.
     external_id: Annotated[str, Field(min_length=1, max_length=200)] = None
+    archived: Literal["false", "true", "all"] = Field(
+        "false",
+        description="Sessions archived by retention: left out (false), only them (true), or "
+        "both (all). A lookup by external_id finds an archived session whatever this says.",
+    )
     model_config = ConfigDict(extra="forbid")
 
 
 @router.get("/sessions", response={200: list[SessionOut], **ERRORS})
 def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
-    """This channel's sessions, most recently active first."""
+    """This channel's sessions, most recently active first; archived ones on request."""
     only_declared(request, SessionListQuery)
     sessions = Session.objects.filter(channel=request.auth).select_related("channel")
     if query.external_id is not None:
         sessions = sessions.filter(external_id=query.external_id)
+    elif query.archived != "all":
+        sessions = sessions.filter(archived_at__isnull=query.archived == "false")
     return [SessionOut.of(s) for s in sessions[query.offset : query.offset + query.limit]]
 
 

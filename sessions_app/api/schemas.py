@@ -89,6 +89,7 @@ class SessionOut(Schema):
     created_at: datetime
     last_activity_at: datetime
     last_reset_at: datetime | None
+    archived_at: datetime | None = None
     codex_thread_id: str | None = None
 
     @staticmethod
@@ -121,6 +122,7 @@ class SessionOut(Schema):
             "created_at": session.created_at,
             "last_activity_at": session.last_activity_at,
             "last_reset_at": session.last_reset_at,
+            "archived_at": session.archived_at,
             "codex_thread_id": ((session.provider_state or {}).get("codex") or {}).get("thread_id"),
         }
 

@@ -74,7 +74,7 @@ _CLAIM = """
 UPDATE sessions_app_session
    SET next_position = next_position + %s, live_messages = live_messages + %s,
        live_tokens = live_tokens + %s, total_messages = total_messages + %s,
-       last_activity_at = %s, updated_at = %s{usage}
+       last_activity_at = %s, updated_at = %s, archived_at = NULL{usage}
  WHERE id = %s
 RETURNING next_position, live_messages, live_tokens, total_messages, auto_queued_at,
           compressing_until
@@ -121,6 +121,7 @@ def _claim(
     for name, value in zip(_CLAIMED, found, strict=True):
         setattr(session, name, _from_db(fields[name], value))
     session.last_activity_at = session.updated_at = now
+    session.archived_at = None  # an append brings an archived session back
     if usage:
         session.last_prompt_tokens, session.last_completion_tokens = usage
         session.last_usage_at = now
@@ -186,6 +187,7 @@ def _copy_counters(source: Session, target: Session) -> None:
         "last_completion_tokens",
         "last_usage_at",
         "updated_at",
+        "archived_at",
     ):
         setattr(target, name, getattr(source, name))
 
