@@ -33,6 +33,40 @@ def generate(size: int, data: Path) -> None:
     print(f"generated {size:,} messages and {built} in {time.perf_counter() - t0:.0f} s")
 
 
+APPENDER = """
+import sys, time, django
+django.setup()
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Channel
+channel = Channel.objects.filter(name="bench-appends").first() or create_channel("bench-appends")[0]
+session = services.open_session(channel, model="gpt-4o", external_id=sys.argv[1]).session
+count, stop = int(sys.argv[2]), sys.argv[3]
+import os
+waits, i = [], 0
+while (count and i < count) or (not count and not os.path.exists(stop)):
+    t0 = time.perf_counter()
+    services.append_messages(session, [{"role": "user", "content": f"appended deploy {i}"}])
+    waits.append(time.perf_counter() - t0)
+    i += 1
+waits.sort()
+print(f"{len(waits)} appends, p50 {waits[len(waits) // 2] * 1000:.1f} ms, "
+      f"max {waits[-1] * 1000:.0f} ms")
+"""
+
+
+def appends(env: dict[str, str], name: str, count: int, stop: Path) -> subprocess.Popen:
+    """Appends through the service, one message a transaction (``count`` of them, or until
+    ``stop`` exists); prints how long each waited."""
+    return subprocess.Popen(
+        [sys.executable, "-c", APPENDER, name, str(count), str(stop)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
 def timed(env: dict[str, str], *args: str) -> float:
     t0 = time.perf_counter()
     subprocess.run(
@@ -46,6 +80,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument(
+        "--fragment",
+        type=int,
+        default=5_000,
+        help="appends, one a transaction, before optimize (each adds FTS5 segments to merge)",
+    )
     options = parser.parse_args()
     data = options.data.absolute()
     data.mkdir(parents=True, exist_ok=True)
@@ -53,11 +93,24 @@ def main() -> None:
         generate(options.size, data)
     if options.generate_only:
         return
-    env = {**os.environ, "HERMES_CONFIG": str(data / "hermes.yaml")}
+    env = {
+        **os.environ,
+        "HERMES_CONFIG": str(data / "hermes.yaml"),
+        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
+    }
     env.pop("HERMES_DATABASE_URL", None)
     results = {"storage": timed(env, "storage")}
     results["storage --json"] = timed(env, "storage", "--json")
-    results["optimize"] = timed(env, "optimize")
+    stop = data / "bench.stop"
+    stop.unlink(missing_ok=True)
+    fragment = appends(env, f"fragment-{time.time():.0f}", options.fragment, stop)
+    print("fragmenting:", fragment.communicate()[0].strip())
+    # optimize while a gateway appends: how long do the appends wait for the merges?
+    writer = appends(env, f"during-{time.time():.0f}", 0, stop)
+    results["optimize"] = timed(env, "optimize", "--no-progress")
+    stop.touch()
+    print("appends during optimize:", writer.communicate()[0].strip())
+    stop.unlink()
     backup = data / "bench.backup"
     backup.unlink(missing_ok=True)
     results["backup"] = timed(env, "backup", str(backup), "--no-progress")

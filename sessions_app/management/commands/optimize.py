@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = (
         "SQLite: merge each FTS5 index (and its recent twin) into one segment, then ANALYZE and "
         "PRAGMA optimize. PostgreSQL: VACUUM ANALYZE every table of the service. Safe while the "
-        "service runs; on SQLite appends wait while an index is merged."
+        "service runs: on SQLite the indexes are merged in short transactions."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -28,13 +28,25 @@ class Command(BaseCommand):
             for label, run in steps:
                 bar.set_description(label)
                 started = time.perf_counter()
+                held: list[float] = []
+
+                def tick(seconds: float, held: list[float] = held) -> None:
+                    held.append(seconds)
+                    if len(held) > 1:
+                        bar.set_postfix_str(f"{len(held)} transactions")
+
                 try:
-                    run()
+                    run(tick)
                 except DatabaseError as exc:
                     raise CommandError(f"{label} failed: {exc}") from None
-                timings.append((label, time.perf_counter() - started))
+                timings.append((label, time.perf_counter() - started, held))
                 bar.update()
-        for label, seconds in timings:
-            self.stdout.write(f"  {seconds:7.2f} s  {label}")
-        total = sum(seconds for _, seconds in timings)
+        for label, seconds, held in timings:
+            more = (
+                f" ({len(held)} transactions, the longest {max(held) * 1000:.0f} ms)"
+                if len(held) > 1
+                else ""
+            )
+            self.stdout.write(f"  {seconds:7.2f} s  {label}{more}")
+        total = sum(seconds for _, seconds, _ in timings)
         self.stdout.write(f"Optimized in {total:.1f} s ({len(steps)} steps).")
