@@ -223,6 +223,33 @@ def test_a_restore_while_the_service_runs_is_refused_and_changes_nothing(store, 
         assert not list(tmp_path.glob("hermes.sqlite3.before-restore-*"))
 
 
+def test_a_restore_is_refused_while_the_worker_runs_and_goes_through_once_it_stopped(
+    store, tmp_path
+):
+    env = store
+    taken = _manage(env, "backup", str(tmp_path / "quiet.backup"), "--no-progress")
+    assert taken.returncode == 0, taken.stderr
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(4)  # started, idle
+        refused = _manage(env, "restore", str(tmp_path / "quiet.backup"))
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert refused.returncode == 1
+    assert "the service appears to be running" in refused.stderr
+    if not on_postgres():
+        assert "qcluster" in refused.stderr
+    restored = _manage(env, "restore", str(tmp_path / "quiet.backup"))
+    assert restored.returncode == 0, restored.stderr
+
+
 def test_a_backup_to_a_directory_that_does_not_exist_fails_before_copying(store, tmp_path):
     result = _manage(store, "backup", str(tmp_path / "no" / "such" / "dir" / "x.backup"))
     assert result.returncode == 1

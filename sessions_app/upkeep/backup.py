@@ -209,9 +209,37 @@ def _companions(db: Path) -> list[Path]:
     return [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-writegate")]
 
 
+SERVICE_COMMANDS = (b"qcluster", b"gunicorn", b"runserver", b"bin/serve")
+
+
+def _same_service(entry: Path, raw_cmdline: bytes) -> bool:
+    """A web server or worker of this project started with this configuration: it may not
+    have the database open at this moment (between requests, between schedule checks), but
+    will again."""
+    if not any(name in raw_cmdline for name in SERVICE_COMMANDS):
+        return False
+    from django.conf import settings
+
+    try:
+        if os.readlink(entry / "cwd") != str(settings.BASE_DIR):
+            return False
+        environ = dict(
+            item.split(b"=", 1)
+            for item in (entry / "environ").read_bytes().split(b"\x00")
+            if b"=" in item
+        )
+    except OSError:
+        return False
+    return all(
+        environ.get(name.encode()) == (os.environ[name].encode() if name in os.environ else None)
+        for name in ("HERMES_CONFIG", "HERMES_DATABASE_URL")
+    )
+
+
 def sqlite_holders(db: Path) -> list[tuple[int, str]] | None:
-    """Other processes that have the database (or its WAL, shared memory or write gate) open:
-    a running web server or worker. None: this system cannot tell (no /proc)."""
+    """Other processes that have the database (or its WAL, shared memory or write gate) open,
+    or are this project's web server or worker on this configuration. None: this system
+    cannot tell (no /proc)."""
     proc = Path("/proc")
     if not (proc / "self" / "fd").is_dir():
         return None
@@ -222,22 +250,24 @@ def sqlite_holders(db: Path) -> list[tuple[int, str]] | None:
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            fds = list((entry / "fd").iterdir())
+            raw = (entry / "cmdline").read_bytes()
         except OSError:
             continue
+        command = " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())[:120]
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            fds = []
+        holding = False
         for fd in fds:
             try:
-                target = os.readlink(fd)
+                holding = os.readlink(fd) in wanted
             except OSError:
                 continue
-            if target in wanted:
-                try:
-                    raw = (entry / "cmdline").read_bytes()
-                    command = raw.replace(b"\x00", b" ").decode(errors="replace").strip()
-                except OSError:
-                    command = "?"
-                holders.append((int(entry.name), " ".join(command.split())[:120]))
+            if holding:
                 break
+        if holding or _same_service(entry, raw):
+            holders.append((int(entry.name), command))
     return holders
 
 
