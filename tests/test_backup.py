@@ -244,8 +244,7 @@ def test_a_restore_is_refused_while_the_worker_runs_and_goes_through_once_it_sto
         worker.wait(timeout=60)
     assert refused.returncode == 1
     assert "the service appears to be running" in refused.stderr
-    if not on_postgres():
-        assert "qcluster" in refused.stderr
+    assert "qcluster" in refused.stderr
     restored = _manage(env, "restore", str(tmp_path / "quiet.backup"))
     assert restored.returncode == 0, restored.stderr
 

@@ -441,6 +441,24 @@ def pg_others(settings: dict) -> list[tuple[int, str]]:
         return [(pid, str(name)) for pid, name in cursor.fetchall()]
 
 
+def local_service() -> list[tuple[int, str]]:
+    """This project's web server or worker processes on this configuration (see
+    ``_same_service``); empty where /proc cannot be read."""
+    proc = Path("/proc")
+    found = []
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if _same_service(entry, raw):
+            command = " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())
+            found.append((int(entry.name), command[:120]))
+    return found
+
+
 def pg_restore(path: Path, settings: dict, *, force: bool = False) -> Verification:
     """Replace the configured database's tables with the dump's, in one transaction (a failed
     restore leaves it as it was). Verifies the dump first."""
@@ -453,11 +471,11 @@ def pg_restore(path: Path, settings: dict, *, force: bool = False) -> Verificati
         verification = verify_pg(path, env)
     except BackupError as exc:
         raise BackupError(f"refused, nothing was changed: {exc}") from None
-    others = pg_others(settings)
+    others = [f"connection pid {pid} ({name})" for pid, name in pg_others(settings)]
+    others += [f"pid {pid}: {command}" for pid, command in local_service()]
     if others and not force:
-        shown = "; ".join(f"pid {pid} ({name})" for pid, name in others[:5])
         raise BackupError(
-            f"the service appears to be running: other connections to the database: {shown}. "
+            f"the service appears to be running: {'; '.join(others[:5])}. "
             "Stop the web server and the worker first (or pass --force)"
         )
     connection.close()
