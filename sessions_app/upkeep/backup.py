@@ -17,7 +17,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,39 +236,55 @@ def _same_service(entry: Path, raw_cmdline: bytes) -> bool:
     )
 
 
+def _command(raw: bytes) -> str:
+    return " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())[:120]
+
+
+def _processes() -> Iterator[tuple[Path, bytes]]:
+    """Every other process's /proc entry and raw command line."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            yield entry, (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+
+
+def local_service() -> list[tuple[int, str]]:
+    """This project's web server or worker processes on this configuration (see
+    ``_same_service``); empty where /proc cannot be read."""
+    if not Path("/proc/self").is_dir():
+        return []
+    return [(int(e.name), _command(raw)) for e, raw in _processes() if _same_service(e, raw)]
+
+
+def _holds(entry: Path, wanted: set[str]) -> bool:
+    try:
+        fds = list((entry / "fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(fd) in wanted:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def sqlite_holders(db: Path) -> list[tuple[int, str]] | None:
     """Other processes that have the database (or its WAL, shared memory or write gate) open,
     or are this project's web server or worker on this configuration. None: this system
     cannot tell (no /proc)."""
-    proc = Path("/proc")
-    if not (proc / "self" / "fd").is_dir():
+    if not Path("/proc/self/fd").is_dir():
         return None
     wanted = {str(p.resolve()) for p in _companions(db)}
-    holders = []
-    me = os.getpid()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        command = " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())[:120]
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:
-            fds = []
-        holding = False
-        for fd in fds:
-            try:
-                holding = os.readlink(fd) in wanted
-            except OSError:
-                continue
-            if holding:
-                break
-        if holding or _same_service(entry, raw):
-            holders.append((int(entry.name), command))
-    return holders
+    return [
+        (int(entry.name), _command(raw))
+        for entry, raw in _processes()
+        if _holds(entry, wanted) or _same_service(entry, raw)
+    ]
 
 
 def sqlite_restore(backup: Path, db: Path, *, force: bool = False) -> tuple[Verification, Path]:
@@ -281,7 +297,8 @@ def sqlite_restore(backup: Path, db: Path, *, force: bool = False) -> tuple[Veri
     if holders and not force:
         shown = "; ".join(f"pid {pid}: {cmd}" for pid, cmd in holders[:5])
         raise BackupError(
-            f"the service appears to be running: the database is open in {shown}. Stop the web "
+            f"the service appears to be running (it has the database open, or is this "
+            f"project's web server or worker): {shown}. Stop the web "
             "server and the worker first (or pass --force if you know these processes will "
             "not write)"
         )
@@ -439,24 +456,6 @@ def pg_others(settings: dict) -> list[tuple[int, str]]:
             "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
         )
         return [(pid, str(name)) for pid, name in cursor.fetchall()]
-
-
-def local_service() -> list[tuple[int, str]]:
-    """This project's web server or worker processes on this configuration (see
-    ``_same_service``); empty where /proc cannot be read."""
-    proc = Path("/proc")
-    found = []
-    for entry in proc.iterdir() if proc.is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if _same_service(entry, raw):
-            command = " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())
-            found.append((int(entry.name), command[:120]))
-    return found
 
 
 def pg_restore(path: Path, settings: dict, *, force: bool = False) -> Verification:
