@@ -17,6 +17,7 @@ from compression.agent.turn import TurnResult, run_turn
 from compression.models import CompressionEvent
 from compression.policy.triggers import enqueue_manual
 from compression.tasks import result_dict
+from sessions_app.api.auth import OPERATE, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
 from sessions_app.services import StateConflict, get_session_for_channel
@@ -76,7 +77,9 @@ class TurnIn(Schema):
 
 
 @router.post(
-    "/sessions/{session_id}/compress", response={200: CompressOut, 202: CompressOut, **ERRORS}
+    "/sessions/{session_id}/compress",
+    response={200: CompressOut, 202: CompressOut, **ERRORS},
+    auth=OPERATE,
 )
 def compress(request: HttpRequest, session_id: str, payload: CompressIn | None = None):
     """Manual compression, run by the background worker (bypasses cooldown and anti-thrash).
@@ -137,6 +140,7 @@ class TurnOut(Schema):
 @router.post(
     "/sessions/{session_id}/turn",
     response={200: TurnOut, 502: ErrorOut, 503: ErrorOut, **ERRORS},
+    auth=WRITE,
 )
 def turn(request: HttpRequest, session_id: str, payload: TurnIn):
     """The gateway's inbound user message: hygiene, preflight, the chat model call, the reply and
@@ -178,6 +182,7 @@ class CodexNotificationsOut(Schema):
 @router.post(
     "/sessions/{session_id}/codex/notifications",
     response={200: CodexNotificationsOut, **ERRORS},
+    auth=WRITE,
 )
 def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNotificationsIn):
     """For sessions opened with `codex_thread_id` (T7a, native mode): forward the app server's

@@ -19,7 +19,7 @@ from compression.api import router as compression_router
 from hermes_site.errors import report
 from search.api import router as search_router
 from search.query import MAX_QUERY_CHARS
-from sessions_app.api.auth import ChannelKey
+from sessions_app.api.auth import UNSCOPED, ExpiredKey
 from sessions_app.api.routes import router as sessions_router
 from sessions_app.services import ServiceError
 
@@ -45,7 +45,7 @@ api = NinjaAPI(
         "Store, compress and search long agent conversations. Authenticate with "
         "`Authorization: Bearer <channel key>`; a key sees only its own channel's sessions."
     ),
-    auth=ChannelKey(),
+    auth=UNSCOPED,  # every route names its scope; one that does not refuses every key
     urls_namespace="api-v1",
 )
 api.add_router("/", sessions_router)
@@ -55,14 +55,13 @@ api.add_router("/", search_router)
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    response = api.create_response(
-        request,
-        {
-            "detail": "Missing, malformed, unknown or revoked channel key. Send "
-            "'Authorization: Bearer hm_…' with a key from `manage.py create_channel NAME`."
-        },
-        status=401,
+    detail = (
+        str(exc)
+        if isinstance(exc, ExpiredKey)
+        else "Missing, malformed, unknown or revoked channel key. Send "
+        "'Authorization: Bearer hm_…' with a key from `manage.py create_channel NAME`."
     )
+    response = api.create_response(request, {"detail": detail}, status=401)
     response["WWW-Authenticate"] = 'Bearer realm="hermes"'
     return response
 

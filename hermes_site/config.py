@@ -307,6 +307,14 @@ class RetentionConfig(_Block):
         return self.channels.get(channel, self.archive_idle_days)
 
 
+class KeysConfig(_Block):
+    """Channel keys (this service's own block)."""
+
+    # A key rotated from the admin keeps working this long, so the gateway can be given the new
+    # one; then it expires (401). 0: the old key stops at once.
+    rotation_grace_hours: Annotated[float, Field(ge=0, le=24 * 365)] = 24
+
+
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
@@ -416,6 +424,7 @@ class HermesConfig(_Block):
     events: EventsConfig = Field(default_factory=EventsConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    keys: KeysConfig = Field(default_factory=KeysConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, InvalidQuery, SearchResult, search
+from sessions_app.api.auth import READ
 from sessions_app.api.schemas import ErrorOut, only_declared
 from sessions_app.services import InvalidInput
 
@@ -186,7 +187,11 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
     }
 
 
-@router.get("/search", response={200: SearchOut, 401: ErrorOut, 422: ErrorOut, 503: ErrorOut})
+@router.get(
+    "/search",
+    response={200: SearchOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 503: ErrorOut},
+    auth=READ,
+)
 def search_messages(request: HttpRequest, query: Query[SearchQuery]):
     """Full-text recall over live, summary and archived messages of this channel's sessions."""
     only_declared(request, SearchQuery)

@@ -7,13 +7,15 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from sessions_app.keys import issue_key, revoke_key
-from sessions_app.models import ApiKey, Channel, Message, Session
+from sessions_app.audit import admin_actor
+from sessions_app.keys import issue_key, revoke_key, rotate_key, rotation_grace
+from sessions_app.models import ApiKey, AuditEntry, Channel, Message, Session
 
 
 class HermesAdmin(admin.ModelAdmin):
@@ -54,7 +56,15 @@ class ApiKeyInline(admin.TabularInline):
     model = ApiKey
     extra = 0
     can_delete = False
-    fields = ("display", "label", "created_at", "last_used_at", "revoked_at")
+    fields = (
+        "display",
+        "label",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
     readonly_fields = fields
 
     @admin.display(description="key")
@@ -82,7 +92,11 @@ class ChannelAdmin(HermesAdmin):
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if not change:
-            issued = issue_key(obj, label=f"created in admin by {request.user.get_username()}")
+            issued = issue_key(
+                obj,
+                label=f"created in admin by {request.user.get_username()}",
+                actor=admin_actor(request),
+            )
             _show_key_once(request, obj, issued.plaintext)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Channel]:
@@ -109,17 +123,53 @@ class ChannelAdmin(HermesAdmin):
     @admin.action(description="Issue a new key for the selected channels (shown once)")
     def issue_new_key(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
         for channel in queryset:
-            issued = issue_key(channel, label=f"issued in admin by {request.user.get_username()}")
+            issued = issue_key(
+                channel,
+                label=f"issued in admin by {request.user.get_username()}",
+                actor=admin_actor(request),
+            )
             _show_key_once(request, channel, issued.plaintext)
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(HermesAdmin):
-    list_display = ("__str__", "channel", "label", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("channel", ("revoked_at", admin.EmptyFieldListFilter))
-    readonly_fields = ("channel", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
-    fields = ("channel", "label", "prefix", "key_hash", "created_at", "last_used_at", "revoked_at")
-    actions = ["revoke"]
+    list_display = (
+        "__str__",
+        "channel",
+        "label",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
+    list_filter = (
+        "channel",
+        ("revoked_at", admin.EmptyFieldListFilter),
+        ("expires_at", admin.EmptyFieldListFilter),
+    )
+    readonly_fields = (
+        "channel",
+        "prefix",
+        "key_hash",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
+    fields = (
+        "channel",
+        "label",
+        "prefix",
+        "key_hash",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
+    actions = ["revoke", "rotate"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are issued from the channel page, where the plaintext can be shown once
@@ -129,9 +179,42 @@ class ApiKeyAdmin(HermesAdmin):
 
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        for api_key in queryset:
-            revoke_key(api_key)
-        self.message_user(request, f"Revoked {queryset.count()} key(s).")
+        revoked = sum(revoke_key(k, actor=admin_actor(request)) for k in queryset)
+        self.message_user(request, f"Revoked {revoked} key(s).")
+
+    @admin.action(
+        description="Rotate the selected keys (new key shown once; old one expires after the "
+        "grace period)"
+    )
+    def rotate(self, request: HttpRequest, queryset: QuerySet[ApiKey]):
+        """Each selected key gets a successor with its channel and scopes, shown on the page
+        this answers with (once: only its hash is kept); the old key keeps working for
+        ``keys.rotation_grace_hours``, then answers 401 "expired"."""
+        rotated, refused = [], []
+        grace = rotation_grace()
+        for api_key in queryset.select_related("channel"):
+            try:
+                rotated.append((api_key, rotate_key(api_key, admin_actor(request), grace)))
+            except ValueError as exc:
+                refused.append(str(exc))
+        for problem in refused:
+            self.message_user(request, f"Not rotated: {problem}.", messages.WARNING)
+        if not rotated:
+            return None
+        for old, _ in rotated:
+            old.refresh_from_db(fields=["expires_at"])
+        # The admin's views answer "Cache-Control: no-store": no cache keeps the secrets.
+        return TemplateResponse(
+            request,
+            "admin/sessions_app/rotated_keys.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "New keys — copy them now",
+                "rotated": rotated,
+                "grace_hours": grace.total_seconds() / 3600,
+                "opts": self.model._meta,
+            },
+        )
 
 
 class ArchivedFilter(admin.SimpleListFilter):
@@ -324,3 +407,18 @@ class MessageAdmin(ReadOnlyAdmin):
             names = ", ".join(c.get("function", {}).get("name", "?") for c in obj.tool_calls)
             return f"[tool calls: {names}]"
         return ""
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """What operators did (console, admin, commands): read-only, never edited or deleted."""
+
+    list_display = ("created_at", "actor", "action", "target", "status", "summary")
+    list_filter = ("action", "status")
+    search_fields = ("actor", "target")
+    date_hierarchy = "created_at"
+    readonly_fields = [f.name for f in AuditEntry._meta.fields]
+
+    @admin.display(description="details")
+    def summary(self, obj: AuditEntry) -> str:
+        return Truncator(", ".join(f"{k}={v}" for k, v in (obj.details or {}).items())).chars(160)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.models import ApiKey, Channel
+from sessions_app import audit
+from sessions_app.models import ALL_SCOPES, ApiKey, AuditEntry, Channel, Scope
 
 KEY_PREFIX = "hm_"
 _PREFIX_BYTES = 6  # 12 hex characters
@@ -32,25 +35,136 @@ def hash_key(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode("utf-8")).hexdigest()
 
 
-def issue_key(channel: Channel, label: str = "") -> IssuedKey:
+class InvalidScopes(ValueError):
+    pass
+
+
+def parse_scopes(text: str | Iterable[str]) -> str:
+    """``"read,write"`` (commas or spaces) as the stored form, in canonical order; raises
+    InvalidScopes naming the unknown ones."""
+    words = text.replace(",", " ").split() if isinstance(text, str) else list(text)
+    unknown = sorted(set(words) - set(Scope.values))
+    if unknown:
+        raise InvalidScopes(
+            f"unknown scope(s) {', '.join(unknown)}; the scopes are {', '.join(Scope.values)}"
+        )
+    if not words:
+        raise InvalidScopes(f"name at least one scope: {', '.join(Scope.values)}")
+    return " ".join(s for s in Scope.values if s in words)
+
+
+def describe(api_key: ApiKey) -> str:
+    return f"key hm_{api_key.prefix}_… of channel {api_key.channel.name}"
+
+
+def issue_key(
+    channel: Channel,
+    label: str = "",
+    scopes: str = ALL_SCOPES,
+    expires_at: datetime | None = None,
+    actor: str | None = None,
+) -> IssuedKey:
+    """A new key; with ``actor`` (an operator's action, not a test or the demo) it goes into
+    the audit log."""
     prefix = secrets.token_hex(_PREFIX_BYTES)
     plaintext = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-    api_key = ApiKey.objects.create(
-        channel=channel, label=label, prefix=prefix, key_hash=hash_key(plaintext)
-    )
+    with transaction.atomic():
+        api_key = ApiKey.objects.create(
+            channel=channel,
+            label=label,
+            prefix=prefix,
+            key_hash=hash_key(plaintext),
+            scopes=parse_scopes(scopes),
+            expires_at=expires_at,
+        )
+        if actor is not None:
+            audit.record(
+                actor,
+                AuditEntry.Action.KEY_CREATE,
+                describe(api_key),
+                {
+                    "key": api_key.prefix,
+                    "channel": channel.name,
+                    "scopes": api_key.scopes,
+                    "expires_at": expires_at.isoformat() if expires_at else None,
+                },
+            )
     return IssuedKey(api_key=api_key, plaintext=plaintext)
 
 
 @transaction.atomic
-def create_channel(name: str, description: str = "") -> tuple[Channel, IssuedKey]:
+def create_channel(
+    name: str,
+    description: str = "",
+    scopes: str = ALL_SCOPES,
+    expires_at: datetime | None = None,
+    actor: str | None = None,
+) -> tuple[Channel, IssuedKey]:
     channel = Channel.objects.create(name=name, description=description)
-    return channel, issue_key(channel, label="initial")
+    return channel, issue_key(
+        channel, label="initial", scopes=scopes, expires_at=expires_at, actor=actor
+    )
 
 
-def revoke_key(api_key: ApiKey) -> None:
-    if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at"])
+def revoke_key(api_key: ApiKey, actor: str | None = None) -> bool:
+    """Revoke at once (the row stays: it is the key's history); False if it already was."""
+    with transaction.atomic():
+        if (
+            ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(
+                revoked_at=timezone.now()
+            )
+            == 0
+        ):
+            return False
+        api_key.refresh_from_db(fields=["revoked_at"])
+        if actor is not None:
+            audit.record(
+                actor,
+                AuditEntry.Action.KEY_REVOKE,
+                describe(api_key),
+                {"key": api_key.prefix, "channel": api_key.channel.name},
+            )
+    return True
+
+
+def rotation_grace() -> timedelta:
+    from hermes_site.config import get_config
+
+    return timedelta(hours=get_config().keys.rotation_grace_hours)
+
+
+def rotate_key(api_key: ApiKey, actor: str, grace: timedelta | None = None) -> IssuedKey:
+    """A new key with the old one's channel and scopes; the old one keeps working for the grace
+    period (``keys.rotation_grace_hours``) so the gateway can be redeployed, then expires. An
+    earlier expiry of the old key stands. Raises ValueError for a revoked key."""
+    grace = rotation_grace() if grace is None else grace
+    with transaction.atomic():
+        old = ApiKey.objects.select_for_update().select_related("channel").get(pk=api_key.pk)
+        if old.revoked_at is not None:
+            raise ValueError(f"{describe(old)} is revoked; issue a new key instead of rotating it")
+        issued = issue_key(
+            old.channel,
+            label=f"rotated from hm_{old.prefix}_…",
+            scopes=old.scopes,
+            expires_at=None,
+        )
+        ends = timezone.now() + grace
+        if old.expires_at is None or old.expires_at > ends:
+            old.expires_at = ends
+            old.save(update_fields=["expires_at"])
+        audit.record(
+            actor,
+            AuditEntry.Action.KEY_ROTATE,
+            describe(old),
+            {
+                "key": old.prefix,
+                "new_key": issued.api_key.prefix,
+                "channel": old.channel.name,
+                "scopes": old.scopes,
+                "old_expires_at": old.expires_at.isoformat(),
+            },
+        )
+    return issued
 
 
 def _split(plaintext: str) -> str | None:
@@ -62,8 +176,16 @@ def _split(plaintext: str) -> str | None:
     return prefix
 
 
-def authenticate(plaintext: str) -> Channel | None:
-    """The channel a presented key belongs to, or None (unknown, malformed or revoked)."""
+class KeyExpired(Exception):
+    def __init__(self, api_key: ApiKey) -> None:
+        when = api_key.expires_at.astimezone(UTC)
+        super().__init__(f"hm_{api_key.prefix}_… expired at {when:%Y-%m-%d %H:%M} UTC")
+        self.api_key = api_key
+
+
+def authenticate_key(plaintext: str) -> ApiKey | None:
+    """The key presented, with its channel, or None (unknown, malformed or revoked). Raises
+    KeyExpired for a genuine key past its ``expires_at``: the gateway is told why."""
     prefix = _split(plaintext)
     if prefix is None:
         return None
@@ -75,7 +197,19 @@ def authenticate(plaintext: str) -> Channel | None:
     if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
         return None
     now = timezone.now()
+    if api_key.expired(now):
+        raise KeyExpired(api_key)
     # Touch at most once a minute: an auth check must not turn every read into a write.
     if api_key.last_used_at is None or (now - api_key.last_used_at).total_seconds() > 60:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-    return api_key.channel
+    return api_key
+
+
+def authenticate(plaintext: str) -> Channel | None:
+    """The channel a presented key belongs to, or None (unknown, malformed, revoked or
+    expired)."""
+    try:
+        api_key = authenticate_key(plaintext)
+    except KeyExpired:
+        return None
+    return api_key.channel if api_key is not None else None

@@ -36,8 +36,20 @@ class Channel(models.Model):
         return self.name
 
 
+class Scope(models.TextChoices):
+    """What a key may do. Every API route needs exactly one (sessions_app.api.auth)."""
+
+    READ = "read", "read: sessions, messages, context, search"
+    WRITE = "write", "write: open, append, rollback, turn"
+    OPERATE = "operate", "operate: compress, reset"
+
+
+ALL_SCOPES = " ".join(Scope.values)
+
+
 class ApiKey(models.Model):
-    """A bearer key: only a lookup prefix and a SHA-256 of the whole key are stored."""
+    """A bearer key: only a lookup prefix and a SHA-256 of the whole key are stored. It may be
+    limited to some scopes and may expire (a rotated key expires after a grace period)."""
 
     channel = models.ForeignKey(Channel, on_delete=models.PROTECT, related_name="keys")
     label = models.CharField(max_length=100, blank=True)
@@ -46,6 +58,11 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Space-separated Scope values; keys from before scopes existed got all three.
+    scopes = models.CharField(max_length=40, default=ALL_SCOPES)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="After this the key answers 401 (empty: never)."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -55,8 +72,17 @@ class ApiKey(models.Model):
         return f"{self.channel.name}: hm_{self.prefix}_…"
 
     @property
+    def scope_set(self) -> frozenset[str]:
+        return frozenset(self.scopes.split())
+
+    def expired(self, now=None) -> bool:
+        from django.utils import timezone
+
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.expired()
 
 
 class Session(models.Model):
@@ -330,3 +356,45 @@ class Message(models.Model):
         if self.name:
             out["name"] = self.name
         return out
+
+
+class AuditEntry(models.Model):
+    """One operator action (console, admin, management command): who, when, what, on what.
+
+    ``details`` holds ids and counts, never message content. An erasure is written first as
+    ``running`` and completed at the end, so a crash leaves a record to resume from."""
+
+    class Action(models.TextChoices):
+        COMPRESS = "compress"
+        RESET = "reset"
+        CLEAR_GUARDS = "clear_guards", "clear guards"
+        OVERRIDE_ADD = "override_add", "threshold override added"
+        OVERRIDE_CHANGE = "override_change", "threshold override changed"
+        OVERRIDE_DELETE = "override_delete", "threshold override deleted"
+        KEY_CREATE = "key_create", "key created"
+        KEY_REVOKE = "key_revoke", "key revoked"
+        KEY_ROTATE = "key_rotate", "key rotated"
+        ERASE = "erase"
+
+    class Status(models.TextChoices):
+        DONE = "done"
+        RUNNING = "running", "running (unfinished)"
+
+    actor = models.CharField(
+        max_length=200, help_text="admin:<user> for the admin and console, os:<user> for commands."
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    action = models.CharField(max_length=20, choices=Action.choices)
+    target = models.CharField(max_length=300, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DONE)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit log"
+        indexes = [models.Index(fields=["action", "-created_at"], name="audit_action_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} by {self.actor}"

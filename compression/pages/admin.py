@@ -7,8 +7,10 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from compression.models import CompressionEvent, ModelThresholdOverride
+from sessions_app import audit
 from sessions_app.admin import HermesAdmin, ReadOnlyAdmin, SessionAdmin
-from sessions_app.models import Session
+from sessions_app.audit import admin_actor
+from sessions_app.models import AuditEntry, Session
 from sessions_app.services import reset_session
 
 
@@ -62,6 +64,55 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
     list_editable = ("ratio", "threshold_tokens", "enabled")
     search_fields = ("pattern", "note")
     readonly_fields = ("computed_threshold",)
+
+    @staticmethod
+    def _fields(obj: ModelThresholdOverride) -> dict:
+        return {
+            "pattern": obj.pattern,
+            "ratio": obj.ratio,
+            "threshold_tokens": obj.threshold_tokens,
+            "enabled": obj.enabled,
+        }
+
+    def save_model(self, request, obj, form, change) -> None:
+        """Every edit (the form or the list's editable columns) goes into the audit log with
+        what changed from what."""
+        before = (
+            self._fields(ModelThresholdOverride.objects.get(pk=obj.pk))
+            if change and obj.pk
+            else None
+        )
+        super().save_model(request, obj, form, change)
+        after = self._fields(obj)
+        if before is None:
+            action, details = AuditEntry.Action.OVERRIDE_ADD, {"values": after}
+        else:
+            changed = {k: [before[k], v] for k, v in after.items() if before[k] != v}
+            if not changed:
+                return
+            action, details = AuditEntry.Action.OVERRIDE_CHANGE, {"changed": changed}
+        audit.record(admin_actor(request), action, f"threshold override {obj.pattern}", details)
+
+    def delete_model(self, request, obj) -> None:
+        values = self._fields(obj)
+        super().delete_model(request, obj)
+        audit.record(
+            admin_actor(request),
+            AuditEntry.Action.OVERRIDE_DELETE,
+            f"threshold override {obj.pattern}",
+            {"values": values},
+        )
+
+    def delete_queryset(self, request, queryset) -> None:
+        gone = [self._fields(o) for o in queryset]
+        super().delete_queryset(request, queryset)
+        for values in gone:
+            audit.record(
+                admin_actor(request),
+                AuditEntry.Action.OVERRIDE_DELETE,
+                f"threshold override {values['pattern']}",
+                {"values": values},
+            )
 
     @admin.display(description="threshold for the models it matches, at their own windows")
     def computed_threshold(self, obj: ModelThresholdOverride) -> str:
@@ -170,7 +221,13 @@ class CompressingSessionAdmin(SessionAdmin):
 
         sessions = list(queryset)
         for session in sessions:
-            enqueue_manual(session, CompressionEvent.Trigger.MANUAL_ADMIN)
+            task_id = enqueue_manual(session, CompressionEvent.Trigger.MANUAL_ADMIN)
+            audit.record(
+                admin_actor(request),
+                AuditEntry.Action.COMPRESS,
+                f"session {session.pk}",
+                {"via": "admin", "session": str(session.pk), "task": task_id},
+            )
         self.message_user(
             request,
             f"Compression queued for {len(sessions)} session(s); see Compression events for "
@@ -195,10 +252,16 @@ class CompressingSessionAdmin(SessionAdmin):
                 },
             )
         note = f"reset from the admin by {request.user.get_username()}"
-        archived = sum(
-            reset_session(session, source=CompressionEvent.Trigger.MANUAL_ADMIN, note=note)
-            for session in queryset
-        )
+        archived = 0
+        for session in queryset:
+            rows = reset_session(session, source=CompressionEvent.Trigger.MANUAL_ADMIN, note=note)
+            archived += rows
+            audit.record(
+                admin_actor(request),
+                AuditEntry.Action.RESET,
+                f"session {session.pk}",
+                {"via": "admin", "session": str(session.pk), "rows_archived": rows},
+            )
         self.message_user(
             request,
             f"Reset {queryset.count()} session(s); {archived} message(s) archived (still "
@@ -211,8 +274,15 @@ class CompressingSessionAdmin(SessionAdmin):
         description="Clear cooldown, anti-thrash lock and failure streaks", permissions=["change"]
     )
     def clear_guards(self, request: HttpRequest, queryset) -> None:
+        ids = [str(pk) for pk in queryset.values_list("pk", flat=True)]
         count = queryset.update(
             cooldown_until=None, thrash_lock_until=None, failure_streak=0, ineffective_streak=0
+        )
+        audit.record(
+            admin_actor(request),
+            AuditEntry.Action.CLEAR_GUARDS,
+            f"{count} session(s)",
+            {"via": "admin", "sessions": ids[:100], "count": count},
         )
         self.message_user(request, f"Cleared the guards of {count} session(s).")
 

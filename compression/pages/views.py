@@ -33,7 +33,9 @@ from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import enqueue_manual
-from sessions_app.models import Message, Session
+from sessions_app import audit
+from sessions_app.audit import admin_actor
+from sessions_app.models import AuditEntry, Message, Session
 from sessions_app.services import reset_session
 from sessions_app.services.errors import NotFound
 
@@ -241,11 +243,24 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
     )
     if form.is_valid():
         try:
-            enqueue_manual(
+            task_id = enqueue_manual(
                 session,
                 CompressionEvent.Trigger.MANUAL_ADMIN,
                 form.cleaned_data["focus"] or None,
                 form.cleaned_data["around"],
+            )
+            audit.record(
+                admin_actor(request),
+                AuditEntry.Action.COMPRESS,
+                f"session {session.pk}",
+                {
+                    "via": "console",
+                    "session": str(session.pk),
+                    "channel": session.channel.name,
+                    "around": form.cleaned_data["around"],
+                    "focus_given": bool(form.cleaned_data["focus"]),
+                    "task": task_id,
+                },
             )
         except NotFound as exc:
             form.add_error("around", exc.message)
@@ -284,6 +299,17 @@ def reset(request: HttpRequest, session_id) -> HttpResponse:
             session,
             source=CompressionEvent.Trigger.MANUAL_ADMIN,
             note=f"reset from the console by {request.user.get_username()}",
+        )
+        audit.record(
+            admin_actor(request),
+            AuditEntry.Action.RESET,
+            f"session {session.pk}",
+            {
+                "via": "console",
+                "session": str(session.pk),
+                "channel": session.channel.name,
+                "rows_archived": archived,
+            },
         )
         messages.success(request, f"Session reset: {archived} message(s) archived (searchable).")
         return redirect("console:timeline", session_id=session.pk)

@@ -9,6 +9,7 @@ from ninja import Query, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from sessions_app import services
+from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import (
     ERRORS,
     AppendIn,
@@ -33,7 +34,7 @@ def _session(request: HttpRequest, session_id: str) -> Session:
     return services.get_session_for_channel(request.auth, session_id)
 
 
-@router.post("/sessions", response={200: SessionOut, 201: SessionOut, **ERRORS})
+@router.post("/sessions", response={200: SessionOut, 201: SessionOut, **ERRORS}, auth=WRITE)
 def open_session(request: HttpRequest, payload: SessionCreateIn):
     """Open a session (201), or return the one already open under this `external_id` (200)."""
     result = services.open_session(request.auth, **payload.dict())
@@ -53,7 +54,7 @@ class SessionListQuery(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-@router.get("/sessions", response={200: list[SessionOut], **ERRORS})
+@router.get("/sessions", response={200: list[SessionOut], **ERRORS}, auth=READ)
 def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
     """This channel's sessions, most recently active first; archived ones on request."""
     only_declared(request, SessionListQuery)
@@ -65,13 +66,13 @@ def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
     return [SessionOut.of(s) for s in sessions[query.offset : query.offset + query.limit]]
 
 
-@router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS})
+@router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS}, auth=READ)
 def get_session(request: HttpRequest, session_id: str):
     """The session with its counters and guard state (one row read; no message scan)."""
     return SessionOut.of(_session(request, session_id))
 
 
-@router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERRORS})
+@router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERRORS}, auth=WRITE)
 def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
     """Append messages in order, all or nothing, optionally with the usage the model reported."""
     session = _session(request, session_id)
@@ -95,7 +96,7 @@ class MessageListQuery(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-@router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERRORS})
+@router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERRORS}, auth=READ)
 def list_messages(request: HttpRequest, session_id: str, query: Query[MessageListQuery]):
     """Every row of the session in order, including archived and rolled-back ones."""
     only_declared(request, MessageListQuery)
@@ -114,7 +115,7 @@ def list_messages(request: HttpRequest, session_id: str, query: Query[MessageLis
     }
 
 
-@router.get("/sessions/{session_id}/context", response={200: ContextOut, **ERRORS})
+@router.get("/sessions/{session_id}/context", response={200: ContextOut, **ERRORS}, auth=READ)
 def get_context(request: HttpRequest, session_id: str):
     """The live context as an OpenAI `messages` array: head + summary + tail."""
     session = _session(request, session_id)
@@ -127,7 +128,7 @@ def get_context(request: HttpRequest, session_id: str):
     }
 
 
-@router.post("/sessions/{session_id}/rollback", response={200: RollbackOut, **ERRORS})
+@router.post("/sessions/{session_id}/rollback", response={200: RollbackOut, **ERRORS}, auth=WRITE)
 def rollback(request: HttpRequest, session_id: str, payload: RollbackIn | None = None):
     """Undo or regenerate: the last `count` live messages become rolled back (kept, unindexed)."""
     payload = payload or RollbackIn()
@@ -136,7 +137,7 @@ def rollback(request: HttpRequest, session_id: str, payload: RollbackIn | None =
     return {"session": SessionOut.of(session), "rolled_back": [MessageOut.of(m) for m in rows]}
 
 
-@router.post("/sessions/{session_id}/reset", response={200: ResetOut, **ERRORS})
+@router.post("/sessions/{session_id}/reset", response={200: ResetOut, **ERRORS}, auth=OPERATE)
 def reset(request: HttpRequest, session_id: str, payload: ResetIn | None = None):
     """Archive every live message (the system prompt stays unless asked); nothing is deleted."""
     payload = payload or ResetIn()

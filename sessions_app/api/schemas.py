@@ -380,6 +380,7 @@ class ErrorOut(Schema):
 ERRORS = {
     400: ErrorOut,
     401: ErrorOut,
+    403: ErrorOut,
     404: ErrorOut,
     409: ErrorOut,
     413: ErrorOut,
