@@ -16,10 +16,16 @@ class CompressionConfig(AppConfig):
         from compression.policy import hooks as policy_hooks
         from compression.policy import triggers
         from compression.policy.threshold import threshold_for
-        from sessions_app.hooks import register_after_append, register_after_reset
+        from compression.tasks import erase_task_records
+        from sessions_app.hooks import (
+            register_after_append,
+            register_after_reset,
+            register_erase,
+        )
 
         register_after_append(triggers.after_append_hook, prepare=triggers.prepare_append)
         register_after_reset(record_reset)
         engine_hooks.register_target(lambda session: threshold_for(session).tokens)
         engine_hooks.register_compactor("codex", codex.compact_thread)
         policy_hooks.register_pruner(pruning.prune)
+        register_erase(rows=erase_task_records)

@@ -197,3 +197,18 @@ def idle_sweep() -> dict[str, Any]:
             decision = run_automatic(session, CompressionEvent.Trigger.IDLE)
         done[str(session.pk)] = decision.action
     return {"idle": done}
+
+
+def erase_task_records(session_ids: list[str]) -> dict[str, int]:
+    """Erasure: the queue's records of this app's tasks for these sessions (their arguments
+    hold a manual compression's focus text). Each task is named ``<what> <session id>``."""
+    from django.db.models import Q
+    from django_q.models import Task
+
+    if not session_ids:
+        return {}
+    named = Q()
+    for sid in session_ids:
+        named |= Q(name__endswith=f" {sid}")
+    deleted, _ = Task.objects.filter(named).delete()
+    return {"task records": deleted} if deleted else {}

@@ -49,3 +49,7 @@ class SearchConfig(AppConfig):
         # Every SQLite connection gets the function the index triggers call.
         connection_created.connect(_register, dispatch_uid="hermes-search-functions")
         post_migrate.connect(_ensure_indexes, sender=self, dispatch_uid="hermes-search-indexes")
+        from search import erase
+        from sessions_app.hooks import register_erase
+
+        register_erase(before=erase.before, after=erase.after)

@@ -16,6 +16,8 @@ from django.utils.text import Truncator
 from sessions_app.audit import admin_actor
 from sessions_app.keys import issue_key, revoke_key, rotate_key, rotation_grace
 from sessions_app.models import ApiKey, AuditEntry, Channel, Message, Session
+from sessions_app.services import erase
+from sessions_app.services.errors import NotFound, StateConflict
 
 
 class HermesAdmin(admin.ModelAdmin):
@@ -330,11 +332,59 @@ class SessionAdmin(HermesAdmin):
         ),
     )
 
+    actions = ["erase_sessions"]
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # sessions are opened by gateways through the API
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False  # history is never deleted
+        return False  # history is never deleted, except by erasure on request (below)
+
+    def has_erase_permission(self, request: HttpRequest) -> bool:
+        """Erasure needs Django's "delete session" permission (superusers have it), which
+        the admin's own delete never uses."""
+        return request.user.has_perm("sessions_app.delete_session")
+
+    @admin.action(
+        description="Erase for good (privacy request): sessions, continuations, messages",
+        permissions=["erase"],
+    )
+    def erase_sessions(self, request: HttpRequest, queryset: QuerySet[Session]):
+        """A confirmation page that names everything that will go (channel, sessions with
+        their titles, messages by kind, rows hanging off them); only its "Yes" erases."""
+        try:
+            plan = erase.plan_sessions(queryset.values_list("pk", flat=True))
+        except NotFound as exc:
+            self.message_user(request, f"{exc.message}", messages.ERROR)
+            return None
+        if request.POST.get("confirm") != "yes":
+            return TemplateResponse(
+                request,
+                "admin/sessions_app/confirm_erase.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "Erase these sessions for good?",
+                    "plan": plan,
+                    "lines": plan.describe(),
+                    "selected": [str(pk) for pk in queryset.values_list("pk", flat=True)],
+                    "continuations": any(i.why != "chosen" for i in plan.sessions),
+                    "action": "erase_sessions",
+                    "opts": self.model._meta,
+                },
+            )
+        try:
+            entry = erase.erase(plan, admin_actor(request))
+        except StateConflict as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return None
+        done = entry.details["deleted"]
+        self.message_user(
+            request,
+            f"Erased {done['sessions']} session(s) and {sum(done['messages'].values()):,} "
+            f"message(s) from the database and every search index (audit entry #{entry.pk}).",
+            messages.SUCCESS,
+        )
+        return None
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:

@@ -44,3 +44,42 @@ def register_after_reset(hook: AfterReset) -> None:
 def after_reset(session: Any, archived: int, tokens_before: int, source: str, note: str) -> None:
     for hook in _after_reset:
         hook(session, archived, tokens_before, source, note)
+
+
+# Erasure (sessions_app.services.erase): the search app checks its indexes can take the deletes
+# and purges what deleted rows leave on disk; apps holding rows that name a session without a
+# foreign key (the task queue's records) delete them.
+_before_erase: list[Callable[[], None]] = []
+_after_erase: list[Callable[[], None]] = []
+_erase_rows: list[Callable[[list[str]], dict[str, int]]] = []
+
+
+def register_erase(
+    before: Callable[[], None] | None = None,
+    after: Callable[[], None] | None = None,
+    rows: Callable[[list[str]], dict[str, int]] | None = None,
+) -> None:
+    """``before()`` may raise to refuse an erasure before anything is deleted; ``rows(ids)``
+    runs in the erasure's last transaction and returns what it deleted; ``after()`` runs once
+    the rows are gone, outside any transaction."""
+    for hook, hooks in ((before, _before_erase), (after, _after_erase), (rows, _erase_rows)):
+        if hook is not None and all(hook is not h for h in hooks):
+            hooks.append(hook)
+
+
+def before_erase() -> None:
+    for hook in _before_erase:
+        hook()
+
+
+def after_erase() -> None:
+    for hook in _after_erase:
+        hook()
+
+
+def erase_rows(session_ids: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for hook in _erase_rows:
+        for name, n in hook(session_ids).items():
+            counts[name] = counts.get(name, 0) + n
+    return counts

@@ -197,7 +197,7 @@ class GuardStateFilter(admin.SimpleListFilter):
 
 
 class CompressingSessionAdmin(SessionAdmin):
-    actions = ["compress_now", "reset_sessions", "clear_guards"]
+    actions = ["compress_now", "reset_sessions", "clear_guards", *SessionAdmin.actions]
     list_display = (*SessionAdmin.list_display, "timeline")
     list_filter = (GuardStateFilter, *SessionAdmin.list_filter)
     readonly_fields = (*SessionAdmin.readonly_fields, "timeline")

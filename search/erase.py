@@ -1,0 +1,62 @@
+"""What the search indexes need around an erasure (sessions_app.services.erase).
+
+The rows leave every index with their deletion (SQLite: the delete trigger takes them out of
+each FTS5 table and its recent twin; PostgreSQL: the GIN indexes are over the table itself), so
+no query finds them once the erasure's transaction commits. What is left is on disk: FTS5 keeps
+a deleted row's terms in its older segments (cancelled by a delete marker) until the segments
+are merged, and freed pages keep their bytes. So, on SQLite, the erasure runs with
+``secure_delete`` (freed pages are zeroed) and then merges each FTS5 table step by step, each
+step a short write transaction, until one segment is left; on PostgreSQL it vacuums the
+messages table, which removes the dead rows and their index entries."""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+
+from search import fts
+from sessions_app.services.errors import StateConflict
+
+# Pages of work per merge step: a few milliseconds of write lock each.
+MERGE_STEP = 200
+
+
+def before() -> None:
+    """Refuse while the FTS5 indexes hold another text version: a contentless delete must
+    give the exact text that was indexed, and a wrong one corrupts the index."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        if (version := fts.stale(cursor)) is not None:
+            raise StateConflict(
+                f"The search indexes hold text version {version}, this code computes "
+                f"{fts.TEXT_VERSION}: run `manage.py reindex` first; nothing was erased."
+            )
+        cursor.execute("PRAGMA secure_delete = ON")
+
+
+def after() -> None:
+    if connection.vendor == "sqlite":
+        purge_sqlite()
+    elif connection.vendor == "postgresql" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM {fts.MESSAGE_TABLE}")
+
+
+def purge_sqlite() -> int:
+    """Merge every FTS5 table down to one segment, dropping the deleted rows' terms; returns
+    the merge steps taken."""
+    raw = connection
+    steps = 0
+    for _, t, _ in fts.tables():
+        while True:
+            with transaction.atomic(), raw.cursor() as cursor:
+                before = raw.connection.total_changes
+                # A negative step merges every segment, as 'optimize' does, a bit at a time.
+                cursor.execute(f"INSERT INTO {t}({t}, rank) VALUES('merge', %s)", [-MERGE_STEP])
+                done = raw.connection.total_changes - before < 2
+            steps += 1
+            if done:
+                break
+    with raw.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete = OFF")
+    return steps
