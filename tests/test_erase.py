@@ -277,7 +277,9 @@ def test_erase_refuses_without_confirmation_when_it_cannot_ask(chain):
 
 
 def test_erase_from_the_shell_exits_non_zero_with_a_clear_message(tmp_path):
-    env = {"HERMES_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    config = tmp_path / "hermes.yaml"
+    config.write_text(f"server:\n  data_dir: {tmp_path}\n")
+    env = {"HERMES_CONFIG": str(config), "PATH": "/usr/bin:/bin"}
 
     def manage(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(

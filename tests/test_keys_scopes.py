@@ -191,7 +191,9 @@ def test_create_channel_refuses_bad_scopes_and_durations_and_creates_nothing(
 
 
 def test_create_channel_with_a_bad_scope_exits_non_zero_without_a_traceback(tmp_path):
-    env = {"HERMES_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    config = tmp_path / "hermes.yaml"
+    config.write_text(f"server:\n  data_dir: {tmp_path}\n")
+    env = {"HERMES_CONFIG": str(config), "PATH": "/usr/bin:/bin"}
     done = subprocess.run(
         [sys.executable, "manage.py", "create_channel", "x", "--scopes", "everything"],
         cwd=ROOT,

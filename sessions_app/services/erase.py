@@ -19,6 +19,7 @@ audit entry holds ids and counts, never content, titles or the external id.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
@@ -36,7 +37,10 @@ from sessions_app import audit, hooks
 from sessions_app.models import AuditEntry, Channel, Message, Session
 from sessions_app.services.errors import NotFound, StateConflict
 
-BATCH = 1_000
+BATCH = 500
+# After each batch the erasure steps aside this long: writers waiting at the write gate (which
+# polls every few milliseconds) get their turn instead of finding the next batch holding it.
+PAUSE_SECONDS = 0.01
 KINDS = [k.value for k in Message.Kind]
 # Held by the erasure: no compression may claim a session while it goes.
 CLAIM = timedelta(days=3650)
@@ -333,6 +337,7 @@ def _delete_rows_batch(entry, model, name, ids, batch) -> int:
         details = _locked(entry)
         _add(details, {_label(model): n})
         AuditEntry.objects.filter(pk=entry.pk).update(details=details)
+    time.sleep(PAUSE_SECONDS)
     return n
 
 
@@ -365,6 +370,8 @@ def _delete_batch(entry, sid, batch, dependents, progress, atomic: bool = True) 
             details["deleted"]["messages"][kind] += n
         _add(details, related)
         AuditEntry.objects.filter(pk=entry.pk).update(details=details)
+    if atomic:
+        time.sleep(PAUSE_SECONDS)
     if progress is not None:
         progress(len(rows))
     return len(rows)
