@@ -108,7 +108,10 @@ class ChannelAdmin(HermesAdmin):
             .get_queryset(request)
             .annotate(
                 active_key_count=Count(
-                    "keys", filter=Q(keys__revoked_at__isnull=True), distinct=True
+                    "keys",
+                    filter=Q(keys__revoked_at__isnull=True)
+                    & (Q(keys__expires_at__isnull=True) | Q(keys__expires_at__gt=timezone.now())),
+                    distinct=True,
                 ),
                 session_total=Count("sessions", distinct=True),
             )

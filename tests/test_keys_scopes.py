@@ -274,3 +274,6 @@ def test_a_zero_grace_rotation_stops_the_old_key_at_once(staff, hermes_config):
     )
     response = Gateway(channel, issued.plaintext).get("/sessions")
     assert response.status_code == 401 and "expired" in response.json()["detail"]
+    # The channel list counts the successor only: an expired key is not active.
+    page = staff.get(reverse("admin:sessions_app_channel_changelist")).content.decode()
+    assert '<td class="field-active_keys">1</td>' in page
