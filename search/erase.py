@@ -25,11 +25,17 @@ PAUSE_SECONDS = 0.01
 
 
 def before() -> None:
-    """Refuse while the FTS5 indexes hold another text version: a contentless delete must
-    give the exact text that was indexed, and a wrong one corrupts the index."""
+    """Refuse without the delete trigger (rows would leave the table but not the indexes), or
+    while the FTS5 indexes hold another text version (a contentless delete must give the exact
+    text that was indexed, and a wrong one corrupts the index)."""
     if connection.vendor != "sqlite":
         return
     with connection.cursor() as cursor:
+        if not fts.triggers_present(cursor):
+            raise StateConflict(
+                "The search index triggers are missing, so deleted rows would stay in the "
+                "indexes: run `manage.py migrate` (it recreates them) first; nothing was erased."
+            )
         if (version := fts.stale(cursor)) is not None:
             raise StateConflict(
                 f"The search indexes hold text version {version}, this code computes "

@@ -269,6 +269,18 @@ def test_erase_with_no_matching_session_says_so_and_deletes_nothing(chain, args)
     assert not AuditEntry.objects.filter(action="erase").exists()
 
 
+def test_erase_refuses_while_the_index_delete_trigger_is_missing(chain):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL's indexes are over the table, with no trigger")
+    session, _, _ = chain
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER search_fts_ad")
+    with pytest.raises(CommandError, match="triggers are missing"):
+        run("erase", "--session", str(session.pk), "--yes")
+    assert Session.objects.filter(pk=session.pk).exists()
+    assert not AuditEntry.objects.filter(action="erase").exists()
+
+
 def test_erase_refuses_without_confirmation_when_it_cannot_ask(chain):
     session, _, _ = chain
     with pytest.raises(CommandError, match="--yes"):

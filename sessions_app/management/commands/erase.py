@@ -109,7 +109,10 @@ class Command(BaseCommand):
                 f"Resuming the erasure started {entry.created_at:%Y-%m-%d %H:%M} UTC by "
                 f"{entry.actor} ({entry.target})."
             )
-            self._report(erase.resume(entry, batch=batch))
+            try:
+                self._report(erase.resume(entry, batch=batch))
+            except StateConflict as exc:
+                raise CommandError(exc.message) from None
 
     def _report(self, entry) -> None:
         deleted = dict(entry.details["deleted"])
