@@ -105,7 +105,7 @@ def _dependents() -> list[tuple[type[Model], str, bool, type[Model]]]:
         if model in (Session, Message):
             continue
         for f in model._meta.concrete_fields:
-            if f.many_to_one and f.related_model in (Session, Message):
+            if (f.many_to_one or f.one_to_one) and f.related_model in (Session, Message):
                 found.append((model, f.name, f.null, f.related_model))
     return found
 
