@@ -81,7 +81,7 @@ def test_a_route_that_names_no_scope_refuses_every_key(db):
 
 
 def test_keys_made_before_scopes_existed_keep_every_scope():
-    migration = importlib.import_module("sessions_app.migrations.0012_keys_and_audit")
+    migration = importlib.import_module("sessions_app.migrations.0013_keys_and_audit")
     (add_scopes,) = [
         op
         for op in migration.Migration.operations

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sessions_app", "0011_timeline_pages"),
+        ("sessions_app", "0012_session_archived"),
     ]
 
     operations = [
