@@ -17,7 +17,7 @@ from compression.agent.turn import TurnResult, run_turn
 from compression.models import CompressionEvent
 from compression.policy.triggers import enqueue_manual
 from compression.tasks import result_dict
-from sessions_app.api.auth import OPERATE, WRITE
+from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
 from sessions_app.services import StateConflict, get_session_for_channel
@@ -215,13 +215,17 @@ class ToolCallOut(Schema):
     )
 
 
-@router.get("/tools", response={200: ToolsOut, **ERRORS})
+@router.get("/tools", response={200: ToolsOut, **ERRORS}, auth=READ)
 def tools(request: HttpRequest):
     """The `session_search` tool's schema, for gateways that run their own model loop."""
     return {"tools": [recall.schema()]}
 
 
-@router.post("/sessions/{session_id}/tools/session_search", response={200: ToolCallOut, **ERRORS})
+@router.post(
+    "/sessions/{session_id}/tools/session_search",
+    response={200: ToolCallOut, **ERRORS},
+    auth=READ,
+)
 def session_search(
     request: HttpRequest, session_id: str, arguments: Annotated[dict[str, Any], Body()]
 ):

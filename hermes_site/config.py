@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from hermes_site.config_errors import describe, schema_keys
 from hermes_site.hermes_compat import Adapted, adapt
 
 logger = logging.getLogger(__name__)
@@ -428,39 +429,6 @@ class HermesConfig(_Block):
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 
-SECRET_KEYS = frozenset({"metrics_token", "secret_key", "api_key"})
-
-
-def _describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:
-    location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        parent = ".".join(str(part) for part in error["loc"][:-1])
-        allowed = schema_keys.get(parent)
-        hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
-        return f"{location}: unknown key{hint}"
-    got = error.get("input")
-    shown = repr(got) if not isinstance(got, dict) else "a mapping"
-    if str(error["loc"][-1]) in SECRET_KEYS:
-        shown = "a value not shown here"  # start-up output ends up in logs
-    return f"{location}: {error['msg']} (got {shown})"
-
-
-def _schema_keys() -> dict[str, list[str]]:
-    """Allowed keys per dotted block path, for 'unknown key' messages."""
-    keys: dict[str, list[str]] = {}
-
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        keys[prefix] = sorted(model.model_fields)
-        for name, field in model.model_fields.items():
-            annotation = field.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                walk(annotation, f"{prefix}.{name}" if prefix else name)
-
-    walk(HermesConfig, "")
-    return keys
-
-
 def parse_config(
     data: Any, source: str = "<config>", *, adapted: list[Adapted] | None = None
 ) -> HermesConfig:
@@ -474,7 +442,7 @@ def parse_config(
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise ConfigError(f"{source}: the file must hold a mapping of sections, not {kind}")
-    keys = _schema_keys()
+    keys = schema_keys(HermesConfig)
     data, changes = adapt(data, keys)
     if adapted is not None:
         adapted.append(changes)
@@ -492,7 +460,7 @@ def parse_config(
     try:
         return HermesConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [_describe(err, keys) for err in exc.errors()]
+        lines = [describe(err, keys) for err in exc.errors()]
         raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(lines)) from None
 
 

@@ -331,7 +331,7 @@ def test_a_restore_of_a_corrupt_file_is_refused_and_changes_nothing(store, tmp_p
 
 @pytest.mark.skipif(on_postgres(), reason="checks of the SQLite copy itself")
 def test_a_copy_that_does_not_hold_the_snapshots_rows_is_rejected(store, tmp_path):
-    from sessions_app.upkeep.backup import BackupError, verify_sqlite
+    from hermes_site.upkeep.backup import BackupError, verify_sqlite
 
     good = tmp_path / "good.backup"
     assert _manage(store, "backup", str(good), "--no-progress").returncode == 0

@@ -41,6 +41,8 @@ ROUTE_SCOPES = {
     ("POST", "/sessions/{session_id}/turn"): "write",
     ("POST", "/sessions/{session_id}/codex/notifications"): "write",
     ("GET", "/search"): "read",
+    ("GET", "/tools"): "read",
+    ("POST", "/sessions/{session_id}/tools/session_search"): "read",
 }
 
 

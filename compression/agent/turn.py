@@ -14,10 +14,20 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
 from django.utils import timezone
 
 from compression.agent import recall
+from compression.agent.chat import (
+    ChatFailed,
+    ChatUnavailable,
+    _ChatError,
+    _client,
+    _request,
+    _stream_of,
+    _usage_of,
+    call_chat,
+    call_responses,
+)
 from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.paths import server_compaction
@@ -47,14 +57,6 @@ logger = logging.getLogger(__name__)
 COMMAND = "/compress"
 
 
-class ChatUnavailable(ServiceError):
-    status_code = 503
-
-
-class ChatFailed(ServiceError):
-    status_code = 502
-
-
 @dataclass
 class TurnResult:
     session: Session
@@ -63,117 +65,6 @@ class TurnResult:
     decisions: list[Decision] = field(default_factory=list)
     command: CompressionResult | None = None
     tool_rows: list[Message] = field(default_factory=list)  # tool calls and results, in order
-
-
-class _ChatError(Exception):
-    def __init__(self, status: int | None, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.code = status, message, code
-
-
-def _client(chat: ChatModelConfig) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=chat.base_url,
-        api_key=chat.api_key or "not-needed",
-        timeout=openai.Timeout(chat.timeout_seconds, read=chat.stale_timeout_seconds),
-        max_retries=0,
-    )
-
-
-def _request(call):
-    """Run one SDK call, turning its errors into ours."""
-    try:
-        return call()
-    except openai.APIStatusError as exc:
-        body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error", body) if isinstance(body, dict) else {}
-        message = str((error or {}).get("message") or exc)[:500]
-        raise _ChatError(exc.status_code, message, (error or {}).get("code")) from None
-    except openai.APITimeoutError:
-        raise ChatFailed("The chat model did not answer in time; your message is stored.") from None
-    except (openai.APIError, ValueError) as exc:
-        raise ChatFailed(f"The chat model could not be reached: {exc}"[:500]) from None
-
-
-def call_responses(
-    chat: ChatModelConfig, model: str, messages: list[dict[str, Any]], compact_threshold: int
-) -> tuple[dict, dict | None, dict | None]:
-    """One Responses API call with server-side compaction on (T7b): the reply, the usage, and
-    the compaction item when the server compacted."""
-    instructions, items = server_compaction.to_responses_input(messages)
-    client = _client(chat)
-    try:
-        response = _request(
-            lambda: client.responses.create(
-                model=model,
-                instructions=instructions,
-                input=items,
-                context_management=[{"type": "compaction", "compact_threshold": compact_threshold}],
-                store=False,
-            )
-        )
-    finally:
-        client.close()
-    try:
-        reply, compaction = server_compaction.parse_output(response.output)
-    except (AttributeError, TypeError, ValueError):
-        raise ChatFailed(
-            "The chat model's answer was not a Responses API response; your message is stored."
-        ) from None
-    usage = None
-    raw = getattr(response, "usage", None)
-    if raw is not None:
-        numbers = {
-            "prompt_tokens": getattr(raw, "input_tokens", None),
-            "completion_tokens": getattr(raw, "output_tokens", None),
-        }
-        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
-    return reply, usage, compaction
-
-
-def call_chat(
-    chat: ChatModelConfig,
-    model: str,
-    messages: list[dict[str, Any]],
-    *,
-    tools: list[dict[str, Any]] | None = None,
-    tool_choice: str | None = None,
-) -> tuple[dict, dict | None]:
-    """One chat-completions call through the openai SDK; the reply as a message to store."""
-    client = _client(chat)
-    options: dict[str, Any] = {}
-    if tools:
-        options["tools"] = tools
-        if tool_choice:
-            options["tool_choice"] = tool_choice
-    try:
-        response = _request(
-            lambda: client.chat.completions.create(model=model, messages=messages, **options)
-        )
-    finally:
-        client.close()
-    try:
-        message = response.choices[0].message
-        reply: dict[str, Any] = {"role": "assistant", "content": message.content}
-        if message.tool_calls:
-            reply["tool_calls"] = [
-                call.model_dump(exclude_none=True) for call in message.tool_calls
-            ]
-    except (AttributeError, IndexError, TypeError, ValueError):
-        raise ChatFailed(
-            "The chat model's answer was not a chat completion; your message is stored."
-        ) from None
-    if reply["content"] is None and not reply.get("tool_calls"):
-        reply["content"] = ""
-    usage = None
-    raw_usage = getattr(response, "usage", None)
-    if raw_usage is not None:
-        numbers = {
-            "prompt_tokens": getattr(raw_usage, "prompt_tokens", None),
-            "completion_tokens": getattr(raw_usage, "completion_tokens", None),
-        }
-        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
-    return reply, usage
 
 
 def _chat(
@@ -239,25 +130,6 @@ def _chat(
         reply["tool_calls"] = [calls[i] for i in sorted(calls)]
         reply["content"] = reply["content"] or None
     return reply, usage
-
-
-def _stream_of(chunks):
-    """The SDK's stream, its errors as ours (a connection lost mid-stream is a failed call)."""
-    try:
-        yield from chunks
-    except openai.APIError as exc:
-        raise ChatFailed(f"The chat model's stream broke off: {exc}"[:500]) from None
-
-
-def _usage_of(chunk: Any) -> dict[str, int] | None:
-    raw = getattr(chunk, "usage", None)
-    if raw is None:
-        return None
-    numbers = {
-        "prompt_tokens": getattr(raw, "prompt_tokens", None),
-        "completion_tokens": getattr(raw, "completion_tokens", None),
-    }
-    return {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
 
 
 def _keep_interrupted(session: Session, text: str) -> None:

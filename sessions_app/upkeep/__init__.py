@@ -1,1 +1,2 @@
-"""Keeping the store for years: backups and restores, storage reports, optimisation, retention."""
+"""Retention: moving idle sessions out of the live set (the store alone; backups, storage
+reports and optimize read the search indexes too and live in ``hermes_site.upkeep``)."""

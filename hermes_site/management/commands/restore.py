@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from sessions_app.upkeep import backup
+from hermes_site.upkeep import backup
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from tqdm import tqdm
 
-from sessions_app.upkeep import backup
+from hermes_site.upkeep import backup
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from sessions_app.upkeep.storage import KINDS, report
+from hermes_site.upkeep.storage import KINDS, report
 
 
 def size(n: int) -> str:

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 from tqdm import tqdm
 
-from sessions_app.upkeep.storage import optimize_steps
+from hermes_site.upkeep.storage import optimize_steps
 
 
 class Command(BaseCommand):

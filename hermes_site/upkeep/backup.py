@@ -1,10 +1,8 @@
 """Backups and restores of the store (``manage.py backup`` / ``restore``).
 
-SQLite: the copy is taken with SQLite's online backup API from one read transaction, so it is
-one consistent snapshot however long it takes, and -- in WAL mode readers never block writers --
-the service keeps appending while it runs. The row counts are read in that same transaction,
-so the copy can be checked against exactly what the source held at its snapshot. The copy is
-written beside the destination as ``PATH.partial`` and renamed only once verified.
+SQLite: the online backup API, from one read transaction: one consistent snapshot however long
+it takes, while the service keeps appending (WAL), with the row counts read in that transaction
+to check the copy against. Written as ``PATH.partial``, renamed only once verified.
 
 PostgreSQL: ``pg_dump`` (custom format) from an exported snapshot whose row counts were read in
 the same transaction, verified by reading the dump back with ``pg_restore``; restores go through
