@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 # The idle sweep is scheduled every minute, so a running worker finishes a task at least that
 # often; a little more than twice that without one means no worker is taking tasks.
 WORKER_SILENCE = timedelta(seconds=150)
+WORKER_HINT = "is the worker running (bin/serve, or manage.py worker)?"
 
 
 @require_GET
@@ -61,10 +62,10 @@ def _worker() -> str | None:
 
     last = Task.objects.order_by("-stopped").values_list("stopped", flat=True).first()
     if last is None:
-        return "no background task has finished yet: is manage.py qcluster running?"
+        return f"no background task has finished yet: {WORKER_HINT}"
     if timezone.now() - last > WORKER_SILENCE:
         seconds = int((timezone.now() - last).total_seconds())
-        return f"no background task finished for {seconds} s: is manage.py qcluster running?"
+        return f"no background task finished for {seconds} s: {WORKER_HINT}"
     return None
 
 
