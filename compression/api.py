@@ -140,6 +140,28 @@ class TurnOut(Schema):
 @router.post(
     "/sessions/{session_id}/turn",
     response={200: TurnOut, 502: ErrorOut, 503: ErrorOut, **ERRORS},
+    # With "stream": true the same 200 is server-sent events (delta, tool, done, error).
+    openapi_extra={
+        "responses": {
+            200: {
+                "content": {
+                    "text/event-stream": {
+                        "schema": {  # one event (OpenAPI 3.1: the schema of each event)
+                            "type": "object",
+                            "required": ["event", "data"],
+                            "properties": {
+                                "event": {"enum": ["delta", "tool", "done", "error"]},
+                                "data": {
+                                    "type": "string",
+                                    "contentMediaType": "application/json",
+                                },
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    },
     auth=WRITE,
 )
 def turn(request: HttpRequest, session_id: str, payload: TurnIn):
