@@ -84,6 +84,10 @@ def test_around_a_position_returns_the_originals_there(remembered):
     assert original.position in positions
     row = next(m for m in answer["messages"] if m["position"] == original.position)
     assert row["kind"] == "archived" and FACT in row["content"]
+    # The summary names the positions it covers, so the model knows where to look.
+    summary = Message.objects.get(session=session, is_summary=True, active=True)
+    covered = f"[Originals #{summary.covers_from_position}-#{summary.covers_to_position} are kept"
+    assert covered in summary.content
 
 
 def test_channel_scope_reaches_the_channel_s_other_sessions_and_never_another_channel(

@@ -352,6 +352,11 @@ def _write_back(
     role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
     if summary_tokens >= expected_tokens:
+        # The note naming the covered positions is a convenience: never the reason a summary
+        # would not be smaller than what it replaces.
+        content = prompts.wrap_summary(text, fallback=fallback)
+        summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
+    if summary_tokens >= expected_tokens:
         # Written, it would grow the context: say so and change nothing (a failed model call
         # behind a local summary still counts as a failure).
         if failed:
