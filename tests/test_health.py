@@ -50,7 +50,7 @@ def test_readyz_says_no_worker_is_taking_tasks(client, db, seconds_ago):
     response = client.get("/readyz")
     assert response.status_code == 503
     worker = response.json()["checks"]["worker"]
-    assert worker["ok"] is False and "qcluster" in worker["problem"]
+    assert worker["ok"] is False and "manage.py worker" in worker["problem"]
 
 
 def test_a_database_that_does_not_answer_is_a_503_with_a_reason_and_no_secret(

@@ -72,8 +72,7 @@ class CompressionResult:
 
 
 def _claim(session: Session, seconds: float):
-    """Take the session's compression claim; returns the claim (its expiry, which doubles as the
-    owner's token) or None if someone else holds an unexpired one."""
+    """The session's compression claim (its expiry, doubling as the owner's token), or None."""
     now = timezone.now()
     until = now + timedelta(seconds=seconds)
     claimed = (
@@ -194,8 +193,7 @@ TAIL_FLOOR = 8  # messages a deeper pass never cuts the protected tail below
 
 
 def tail_length(protect_last_n: int, attempt: int) -> int:
-    """The protected tail of pass ``attempt`` (0 = the first): halved on each further pass, but
-    never below ``TAIL_FLOOR`` messages (or ``protect_last_n`` if that is smaller)."""
+    """Pass ``attempt``'s protected tail: halved each pass, not below ``TAIL_FLOOR`` (or less)."""
     return max(min(TAIL_FLOOR, protect_last_n), protect_last_n >> attempt)
 
 
@@ -351,9 +349,7 @@ def _write_back(
     )
     role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
-    if summary_tokens >= expected_tokens:
-        # The note naming the covered positions is a convenience: never the reason a summary
-        # would not be smaller than what it replaces.
+    if summary_tokens >= expected_tokens:  # the note on positions never makes it ineffective
         content = prompts.wrap_summary(text, fallback=fallback)
         summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
     if summary_tokens >= expected_tokens:

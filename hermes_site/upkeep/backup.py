@@ -207,16 +207,8 @@ def _companions(db: Path) -> list[Path]:
     return [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-writegate")]
 
 
-# bin/serve's parent (manage.py serve) and worker (manage.py worker, django-q2's cluster with a
-# bounded stop), gunicorn's processes, and the older ways: qcluster, runserver.
-SERVICE_COMMANDS = (
-    b"manage.py\x00serve",
-    b"manage.py\x00worker",
-    b"qcluster",
-    b"gunicorn",
-    b"runserver",
-    b"bin/serve",
-)
+SERVICE_COMMANDS = (b"manage.py\x00serve", b"manage.py\x00worker", b"qcluster", b"gunicorn",
+                    b"runserver", b"bin/serve")  # fmt: skip
 
 
 def _same_service(entry: Path, raw_cmdline: bytes) -> bool:
