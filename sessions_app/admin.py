@@ -153,16 +153,6 @@ class ApiKeyAdmin(HermesAdmin):
         ("revoked_at", admin.EmptyFieldListFilter),
         ("expires_at", admin.EmptyFieldListFilter),
     )
-    readonly_fields = (
-        "channel",
-        "prefix",
-        "key_hash",
-        "scopes",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    )
     fields = (
         "channel",
         "label",
@@ -174,6 +164,7 @@ class ApiKeyAdmin(HermesAdmin):
         "expires_at",
         "revoked_at",
     )
+    readonly_fields = tuple(f for f in fields if f != "label")  # only the label is editable
     actions = ["revoke", "rotate"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

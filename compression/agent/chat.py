@@ -87,6 +87,13 @@ def call_responses(
     return reply, usage, compaction
 
 
+def tool_options(tools: list[dict[str, Any]] | None, tool_choice: str | None) -> dict[str, Any]:
+    """The tools offered to a chat call (and, with them, how the model may use them)."""
+    if not tools:
+        return {}
+    return {"tools": tools, **({"tool_choice": tool_choice} if tool_choice else {})}
+
+
 def call_chat(
     chat: ChatModelConfig,
     model: str,
@@ -97,11 +104,7 @@ def call_chat(
 ) -> tuple[dict, dict | None]:
     """One chat-completions call through the openai SDK; the reply as a message to store."""
     client = _client(chat)
-    options: dict[str, Any] = {}
-    if tools:
-        options["tools"] = tools
-        if tool_choice:
-            options["tool_choice"] = tool_choice
+    options = tool_options(tools, tool_choice)
     try:
         response = _request(
             lambda: client.chat.completions.create(model=model, messages=messages, **options)

@@ -27,6 +27,7 @@ from compression.agent.chat import (
     _usage_of,
     call_chat,
     call_responses,
+    tool_options,
 )
 from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
@@ -80,11 +81,11 @@ def _chat(
     if not stream:
         return call_chat(chat, model_of(session), messages, tools=tools, tool_choice=tool_choice)
     client = _client(chat)
-    options: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
-    if tools:
-        options["tools"] = tools
-        if tool_choice:
-            options["tool_choice"] = tool_choice
+    options = {
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **tool_options(tools, tool_choice),
+    }
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage: dict[str, int] | None = None
