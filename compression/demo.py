@@ -61,25 +61,14 @@ def _summariser() -> Iterator[FakeModelServer]:
     """The loopback model as the summariser (whatever the config names) for the replay."""
     from django_q.conf import Conf
 
-    config = get_config()
-    aux = config.auxiliary
-    replay = config.model_copy(
-        update={
-            "auxiliary": aux.model_copy(
-                update={
-                    "compression": aux.compression.model_copy(
-                        update={"model": "demo-summariser", "api_key": "demo", "base_url": ""}
-                    )
-                }
-            )
-        }
-    )
     with FakeModelServer() as server:
         server.script.default = Digest()
-        summary = replay.auxiliary.compression.model_copy(update={"base_url": server.base_url})
-        replay = replay.model_copy(
-            update={"auxiliary": replay.auxiliary.model_copy(update={"compression": summary})}
+        config = get_config()
+        summariser = config.auxiliary.compression.model_copy(
+            update={"model": "demo-summariser", "api_key": "demo", "base_url": server.base_url}
         )
+        auxiliary = config.auxiliary.model_copy(update={"compression": summariser})
+        replay = config.model_copy(update={"auxiliary": auxiliary})
         sync = Conf.SYNC
         Conf.SYNC = True  # a task queued during the replay runs then, as a worker would
         quiet = logging.getLogger("django-q")
