@@ -102,3 +102,14 @@ def wait_for(ready: Callable[[], bool], what: str, seconds: float = 60) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not answer within {seconds:.0f} s")
         time.sleep(0.3)
+
+
+def stop_all(processes, timeout: float = 15) -> None:
+    """Terminate every process, then wait for each, killing one that outstays ``timeout``."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -17,7 +17,7 @@ from pathlib import Path
 import dj_database_url
 import pytest
 
-from tests.processes import ROOT, isolated_env, on_postgres, python
+from tests.processes import ROOT, isolated_env, on_postgres, python, stop_all
 
 PLANTED = "quetzalcoatlus"
 
@@ -155,10 +155,7 @@ class Writers:
             return [ack for at, ack in self.acked if at <= moment]
 
     def stop(self) -> None:
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            process.wait(timeout=30)
+        stop_all(self.processes, timeout=30)
         for reader in self.readers:
             reader.join(timeout=30)
 

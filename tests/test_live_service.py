@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from compression.testing.fake_model import FakeModelServer, Reply
-from tests.processes import ROOT, isolated_env, python, wait_for
+from tests.processes import ROOT, isolated_env, python, stop_all, wait_for
 
 
 def _free_port() -> int:
@@ -72,13 +72,7 @@ def _processes(env: dict[str, str], model: FakeModelServer):
         wait_for(lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web")
         yield base, key, model
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop_all(processes)
 
 
 def test_a_gateway_compresses_through_the_real_worker_and_finds_the_originals(service):

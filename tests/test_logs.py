@@ -20,7 +20,7 @@ from django.test import Client
 
 from compression.tasks import compress_task
 from hermes_site.logs import JsonFormatter, RequestIdFilter
-from tests.processes import ROOT, isolated_env, python, wait_for
+from tests.processes import ROOT, isolated_env, python, stop_all, wait_for
 from tests.test_compression import turn
 from tests.test_live_service import _call, _free_port
 
@@ -230,13 +230,7 @@ def live(tmp_path):
                 )
                 yield base, key, logs
             finally:
-                for process in processes:
-                    process.terminate()
-                for process in processes:
-                    try:
-                        process.wait(timeout=15)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
+                stop_all(processes)
 
 
 def _json_lines(path) -> list[dict]:
