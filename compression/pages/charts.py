@@ -167,16 +167,26 @@ TRIGGER_GROUP = {t: group for group, ts in TRIGGER_GROUPS.items() for t in ts}
 GROUPS = (*TRIGGER_GROUPS, "other")  # other: model errors, plugins, exhaustion, server paths
 
 
-def hourly_compressions(hours: int = 24, by: str = "outcome") -> tuple[list[Bar], int, list[Tick]]:
-    """Compressions per hour over the last ``hours``, one bar segment per outcome (``by``
-    "outcome") or per kind of trigger ("trigger"); the x-axis ticks (every sixth hour, UTC)."""
+def hourly_counts(hours: int = 24) -> list[dict]:
+    """Compressions of the last ``hours`` counted by hour, outcome and trigger: one query that
+    both charts of the dashboard read."""
     since = timezone.now() - timedelta(hours=hours)
-    rows = (
+    return list(
         CompressionEvent.objects.filter(created_at__gte=since, outcome__in=OUTCOMES)
         .annotate(hour=TruncHour("created_at"))
         .values("hour", "outcome", "trigger")
         .annotate(n=Count("id"))
     )
+
+
+def hourly_compressions(
+    hours: int = 24, by: str = "outcome", rows: list[dict] | None = None
+) -> tuple[list[Bar], int, list[Tick]]:
+    """Compressions per hour over the last ``hours``, one bar segment per outcome (``by``
+    "outcome") or per kind of trigger ("trigger"); the x-axis ticks (every sixth hour, UTC).
+    ``rows``: ``hourly_counts(hours)``, when already read."""
+    if rows is None:
+        rows = hourly_counts(hours)
     per_hour: dict[datetime, dict[str, int]] = {}
     for row in rows:
         key = row["outcome"] if by == "outcome" else TRIGGER_GROUP.get(row["trigger"], "other")

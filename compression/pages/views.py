@@ -27,6 +27,7 @@ from compression.pages.charts import (
     PAD,
     WIDTH,
     hourly_compressions,
+    hourly_counts,
     token_chart,
 )
 from compression.pages.window import BadPage, number, window
@@ -178,19 +179,22 @@ TRIGGER_LABELS = {
 }
 
 
-def _hourly(by: str, legend: list[tuple[str, str]]) -> dict:
-    bars, top, ticks = hourly_compressions(by=by)
+def _hourly(by: str, legend: list[tuple[str, str]], rows: list[dict]) -> dict:
+    bars, top, ticks = hourly_compressions(by=by, rows=rows)
     return {"by": by, "bars": bars, "top": top, "ticks": ticks, "legend": legend}
 
 
 @staff_member_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
+    counts = hourly_counts()
     charts = [
         _hourly(
-            "outcome", [(k, k if k != "fallback" else "fallback (local summary)") for k in OUTCOMES]
+            "outcome",
+            [(k, k if k != "fallback" else "fallback (local summary)") for k in OUTCOMES],
+            counts,
         ),
-        _hourly("trigger", [(g, TRIGGER_LABELS[g]) for g in GROUPS]),
+        _hourly("trigger", [(g, TRIGGER_LABELS[g]) for g in GROUPS], counts),
     ]
     since = now - timedelta(hours=24)
     by_trigger = (  # a repeated decision is one row that happened ``repeats`` times
