@@ -6,17 +6,21 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import pytest
+from django.db import OperationalError
 
 from compression.testing.fake_model import Fail, FakeModelServer, Reply
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import open_session, recount
 from sessions_app.services.messages import pending_tool_calls
+
+T = TypeVar("T")
 
 
 def parse(raw: bytes) -> list[tuple[str, dict]]:
@@ -122,6 +126,20 @@ def test_a_model_that_fails_before_writing_is_a_plain_http_error(streaming, chat
     assert "your message is stored" in response.json()["detail"]
 
 
+def unlocked(read: Callable[[], T]) -> T:
+    """Read while the live server's thread may still be writing: the test database is SQLite's
+    shared-cache memory database, where a table lock answers "locked" at once instead of waiting
+    out the busy timeout, so the test waits for it instead."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return read()
+        except OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def live(live_server, hermes_config, chat_model, transactional_db):
     hermes_config(
@@ -158,17 +176,17 @@ def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(live, cha
                 break  # and hang up
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if Message.objects.filter(session=session, rollback_reason="interrupted").exists():
+        if unlocked(Message.objects.filter(session=session, rollback_reason="interrupted").exists):
             break
         time.sleep(0.1)
-    session.refresh_from_db()
-    rows = list(Message.objects.filter(session=session).order_by("position"))
+    unlocked(session.refresh_from_db)
+    rows = unlocked(lambda: list(Message.objects.filter(session=session).order_by("position")))
     live_rows = [(r.role, r.content) for r in rows if r.active]
     assert live_rows == [("system", "sys"), ("user", "tell me a long story")]
     (cut,) = [r for r in rows if r.rollback_reason == "interrupted"]
     assert cut.role == "assistant" and cut.content.startswith("piece") and cut.kind == "rolled_back"
     assert len(cut.content) < len("piece " * 40)  # cut off, as the client left it
-    assert recount(session).live_tokens == session.live_tokens
+    assert unlocked(lambda: recount(session)).live_tokens == session.live_tokens
     # The conversation goes on.
     chat_model.script.default = Reply("Welcome back.")
     with post(turn_url, key, {"content": "again?"}) as answer:
