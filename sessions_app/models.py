@@ -244,6 +244,9 @@ class Message(models.Model):
     active = models.BooleanField(default=True)
     compressed = models.BooleanField(default=False)
     is_summary = models.BooleanField(default=False)
+    # A pinned row is never summarised, micro-compacted or pruned away: it stays in the live
+    # context, in its place, across every compression (with its whole tool-call group).
+    pinned = models.BooleanField(default=False)
     is_fallback_summary = models.BooleanField(default=False)
     # S5: an archived original points at the summary that replaced it; a summary records its range.
     summarized_by = models.ForeignKey(
@@ -398,3 +401,44 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} by {self.actor}"
+
+
+class MemoryBlock(models.Model):
+    """Text the model always sees: placed after the system prompt in every live context the
+    channel's (or the session's) requests produce, counted in the live tokens, and never
+    touched by a compression (Letta's memory blocks; Hermes's MEMORY.md and USER.md)."""
+
+    channel = models.ForeignKey(
+        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_blocks"
+    )
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_blocks"
+    )
+    label = models.CharField(max_length=100)
+    text = models.TextField(blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["label", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(channel__isnull=True, session__isnull=False)
+                | Q(channel__isnull=False, session__isnull=True),
+                name="memory_block_has_one_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["channel", "label"],
+                condition=Q(session__isnull=True),
+                name="unique_channel_block_label",
+            ),
+            models.UniqueConstraint(
+                fields=["session", "label"],
+                condition=Q(channel__isnull=True),
+                name="unique_session_block_label",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.label
