@@ -19,14 +19,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from hermes_site.config_blocks import Block as _Block
+from hermes_site.config_blocks import (
+    EventsConfig,
+    KeysConfig,
+    MemoryConfig,
+    RecallConfig,
+    RetentionConfig,
+    SearchConfig,
+)
 from hermes_site.config_errors import describe, schema_keys
 from hermes_site.hermes_compat import Adapted, adapt
 
@@ -43,10 +50,6 @@ CapTokens = Annotated[int, Field(ge=1000)]  # a smaller cap would compress on ev
 
 class ConfigError(Exception):
     """The configuration file cannot be used; the message says which key and why."""
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class ModelThreshold(_Block):
@@ -246,76 +249,6 @@ class AuxiliaryConfig(_Block):
     compression: SummaryModelConfig = Field(default_factory=SummaryModelConfig)
 
 
-class SearchConfig(_Block):
-    """Recall (this service's own block)."""
-
-    rank_window: Annotated[int, Field(ge=100, le=1_000_000)] = 1_000
-    scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
-    # The scan reads scan_rows at a time, newest first, and goes on to older ones for this long;
-    # an answer it cut short says how far it reached and how to continue.
-    scan_seconds: Annotated[float, Field(ge=0, le=60)] = 0.5
-    # SQLite: the newest this-many messages are also in small "recent" indexes that rank a
-    # common term's newest matches (FTS5's bm25() counts a term's matches across its table).
-    recent_rows: Annotated[int, Field(ge=0, le=100_000_000)] = 200_000
-
-    @field_validator("recent_rows")
-    @classmethod
-    def _enough_for_statistics(cls, value: int) -> int:
-        if 0 < value < 10_000:
-            raise ValueError(
-                "expected 0 (no recent indexes) or at least 10000: BM25 ranks with the "
-                "statistics of the rows it runs on, and a few thousand give meaningless ones"
-            )
-        return value
-
-
-class EventsConfig(_Block):
-    """The compression-event trail (this service's own block)."""
-
-    # Trigger decisions (skipped, locked) whose last repeat is older than this are trimmed once
-    # an hour; compressions, failures, prunes and resets are kept for ever. 0: keep everything.
-    retention_days: Annotated[int, Field(ge=0, le=36_500)] = 90
-
-
-class RecallConfig(_Block):
-    """The ``session_search`` tool offered to the model in ``/turn`` (this service's own block)."""
-
-    # Offer the tool in every turn the service runs (the gateway API serves it either way).
-    tool: bool = True
-    # Tool rounds per turn: after this many, the model is asked once more with tools off.
-    max_rounds: Annotated[int, Field(ge=1, le=20)] = 4
-    # Wall time for the tool rounds of one turn (model calls included); then, as above.
-    time_budget_seconds: Annotated[float, Field(gt=0, le=3600)] = 60
-    default_limit: Annotated[int, Field(ge=1, le=20)] = 5
-    # Characters of each hit's excerpt in a tool result (the model reads every one).
-    excerpt_chars: Annotated[int, Field(ge=80, le=4000)] = 400
-
-
-IdleDays = Annotated[int, Field(ge=0, le=36_500)]
-
-
-class RetentionConfig(_Block):
-    """Moving idle sessions out of the live set (this service's own block). Archiving hides a
-    session from the default session lists; it keeps every message and stays searchable, and
-    an append brings it back. Nothing is ever deleted."""
-
-    # Live sessions with no activity for this many days are archived once a day. 0: never.
-    archive_idle_days: IdleDays = 0
-    # Per channel, by name: overrides archive_idle_days (0 turns it off for that channel).
-    channels: dict[str, IdleDays] = Field(default_factory=dict)
-
-    def days_for(self, channel: str) -> int:
-        return self.channels.get(channel, self.archive_idle_days)
-
-
-class KeysConfig(_Block):
-    """Channel keys (this service's own block)."""
-
-    # A key rotated from the admin keeps working this long, so the gateway can be given the new
-    # one; then it expires (401). 0: the old key stops at once.
-    rotation_grace_hours: Annotated[float, Field(ge=0, le=24 * 365)] = 24
-
-
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
@@ -426,6 +359,7 @@ class HermesConfig(_Block):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     keys: KeysConfig = Field(default_factory=KeysConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

@@ -58,6 +58,7 @@ LAYERS["site"].add("importer")
 PREFIXES = {
     "hermes_site.config": "site_base",
     "hermes_site.config_errors": "site_base",
+    "hermes_site.config_blocks": "site_base",
     "hermes_site.errors": "site_base",
     "hermes_site.middleware": "site_base",
     "hermes_site.instruments": "site_base",
