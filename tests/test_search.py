@@ -569,3 +569,13 @@ def test_the_search_page_offers_to_search_older_messages(admin_client, hermes_co
     assert f"before={cursor}" in page
     older = admin_client.get("/console/search/", {"q": "zq", "before": ids[10]}).content.decode()
     assert "xzqy" in older and "search older messages" not in older
+
+
+@pytest.mark.django_db
+def test_the_search_triggers_survive_every_migration_of_the_messages_table():
+    """A migration that makes SQLite rebuild the messages table (Django does for a NOT NULL
+    column) silently drops its triggers, and new messages stop being searchable."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL's indexes are not triggers")
+    with connection.cursor() as cursor:
+        assert fts.triggers_present(cursor)
