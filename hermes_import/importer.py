@@ -35,6 +35,7 @@ from hermes_import.models import ImportedSession
 from sessions_app import tokens
 from sessions_app.bulk import keeping_timestamps
 from sessions_app.models import Channel, Message, Session
+from sessions_app.services.memory import memory_tokens
 from sessions_app.services.sessions import resolve_window
 
 BATCH = 2_000
@@ -331,7 +332,7 @@ def _finish(
         external_id=conversation.tip,
         title=(tip.get("title") or session.title or "")[:300],
         live_messages=stats["live"] or 0,
-        live_tokens=stats["tokens"] or 0,
+        live_tokens=(stats["tokens"] or 0) + memory_tokens(session),
         total_messages=stats["total"] or 0,
         next_position=(stats["last"] + 1) if stats["last"] is not None else 0,
         compressions=summaries.count(),

@@ -20,6 +20,7 @@ from hermes_site.errors import report
 from search.api import router as search_router
 from search.query import MAX_QUERY_CHARS
 from sessions_app.api.auth import UNSCOPED, ExpiredKey
+from sessions_app.api.memory import router as memory_router
 from sessions_app.api.routes import router as sessions_router
 from sessions_app.services import ServiceError
 
@@ -49,6 +50,7 @@ api = NinjaAPI(
     urls_namespace="api-v1",
 )
 api.add_router("/", sessions_router)
+api.add_router("/", memory_router)
 api.add_router("/", compression_router)
 api.add_router("/", search_router)
 

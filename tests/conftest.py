@@ -32,6 +32,14 @@ class Gateway:
             f"/api/v1{path}", data, content_type="application/json", **self._headers()
         )
 
+    def put(self, path: str, body: Any):
+        return self.client.put(
+            f"/api/v1{path}", json.dumps(body), content_type="application/json", **self._headers()
+        )
+
+    def delete(self, path: str):
+        return self.client.delete(f"/api/v1{path}", **self._headers())
+
     def open(self, **fields: Any) -> dict:
         response = self.post("/sessions", {"model": "gpt-4o", **fields})
         assert response.status_code in (200, 201), response.content

@@ -147,9 +147,7 @@ def test_reset_with_an_empty_body_archives_and_keeps_the_system_prompt(gateway, 
     assert archived[0]["content"] == "用Django写代码 please"
 
 
-def test_a_reset_through_the_api_is_on_the_session_s_trail_with_what_it_archived(
-    gateway, opened
-):
+def test_a_reset_through_the_api_is_on_the_session_s_trail_with_what_it_archived(gateway, opened):
     from compression.models import CompressionEvent
 
     sid = opened["id"]

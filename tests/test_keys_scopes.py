@@ -43,6 +43,14 @@ ROUTE_SCOPES = {
     ("GET", "/search"): "read",
     ("GET", "/tools"): "read",
     ("POST", "/sessions/{session_id}/tools/session_search"): "read",
+    ("POST", "/sessions/{session_id}/messages/{position}/pin"): "write",
+    ("DELETE", "/sessions/{session_id}/messages/{position}/pin"): "write",
+    ("GET", "/sessions/{session_id}/memory"): "read",
+    ("PUT", "/sessions/{session_id}/memory/{label}"): "write",
+    ("DELETE", "/sessions/{session_id}/memory/{label}"): "write",
+    ("GET", "/memory"): "read",
+    ("PUT", "/memory/{label}"): "write",
+    ("DELETE", "/memory/{label}"): "write",
 }
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from compression.engine import hooks
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
+from compression.engine.continuation import continue_in_new_session
 from compression.engine.fallback import local_summary
 from compression.engine.selection import Selection, select, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
@@ -177,7 +178,7 @@ def compress(
             if target is None or session.live_tokens <= target:
                 break
         if not config.in_place and result.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK):
-            result.continued_in = _continue_in_new_session(session)
+            result.continued_in = continue_in_new_session(session)
     finally:
         if claim is not None:
             _release(session, claim)
@@ -343,9 +344,9 @@ def _write_back(
     expected_ids = {m.pk for m in selection.middle}
     expected_tokens = selection.middle_tokens
     content = prompts.wrap_summary(text, fallback=fallback, covers=(first.position, last.position))
+    following = [m for m in (*selection.pinned, *selection.tail) if m.position > first.position]
     placement = prompts.summary_role(
-        selection.head[-1] if selection.head else None,
-        selection.tail[0] if selection.tail else None,
+        selection.head[-1] if selection.head else None, following[0] if following else None
     )
     role = placement.role
     summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
@@ -378,16 +379,22 @@ def _write_back(
         locked = Session.objects.select_for_update().get(pk=session.pk)
         span = Message.objects.filter(
             session=locked, active=True, position__gte=first.position, position__lte=last.position
+        ).exclude(pk__in=[m.pk for m in selection.pinned])
+        now_live = span.aggregate(
+            n=Count("id"), tokens=Sum("token_count"), pinned=Count("id", filter=Q(pinned=True))
         )
-        now_live = span.aggregate(n=Count("id"), tokens=Sum("token_count"))
-        if now_live["n"] != len(expected_ids) or (now_live["tokens"] or 0) != expected_tokens:
+        if (
+            now_live["n"] != len(expected_ids)
+            or (now_live["tokens"] or 0) != expected_tokens
+            or now_live["pinned"]
+        ):
             event = _event(
                 locked,
                 trigger,
                 Outcome.SKIPPED,
                 threshold_tokens=target,
-                reason="the session changed while the summary was being written (reset or "
-                "rollback); nothing was written",
+                reason="the session changed while the summary was being written (reset, "
+                "rollback or pin); nothing was written",
                 duration_ms=int((time.monotonic() - started) * 1000),
                 attempt=attempt_no,
             )
@@ -441,60 +448,3 @@ def _write_back(
             attempt=attempt_no,
         )
     return PassResult(outcome, event, summary, model_failed=failed)
-
-
-# The fields a continuation copies from each live row of its parent, verbatim.
-CARRIED = (
-    "role",
-    "content",
-    "content_parts",
-    "tool_calls",
-    "tool_call_id",
-    "name",
-    "extra",
-    "provider_item",
-    "token_count",
-    "pruned_content",
-    "pruned_tool_calls",
-    "pruned_at",
-    "is_summary",
-    "is_fallback_summary",
-    "covers_from_position",
-    "covers_to_position",
-)
-
-
-def _continue_in_new_session(session: Session) -> Session:
-    """``in_place: false``: the live context (head + summary + tail) continues in a new session
-    linked to this one, and hands over its external id so the gateway's next open finds the
-    continuation. Each carried row records the row it continues (the summary keeps the range of
-    the parent's positions it covers, so summary and originals stay linked across the hop); the
-    parent's rows are archived as compressed, never deleted, and search shows each pair once."""
-    from sessions_app.services.messages import insert_messages
-
-    with transaction.atomic():
-        old = Session.objects.select_for_update().get(pk=session.pk)
-        rows = live_rows(old)
-        external_id = old.external_id
-        Session.objects.filter(pk=old.pk).update(external_id=None)
-        new = Session.objects.create(
-            channel=old.channel,
-            parent=old,
-            model=old.model,
-            context_window=old.context_window,
-            context_window_source=old.context_window_source,
-            title=(old.title or str(old.pk))[:280] + " (continued)",
-            external_id=external_id,
-        )
-        copies = [
-            Message(continues=row, **{name: getattr(row, name) for name in CARRIED}) for row in rows
-        ]
-        insert_messages(new, [row.as_openai() for row in rows], rows=copies)
-        Message.objects.filter(session=old, active=True).update(
-            active=False,
-            compressed=True,
-            archive_reason=Message.ArchiveReason.COMPRESSION,
-            archived_at=timezone.now(),
-        )
-        Session.objects.filter(pk=old.pk).update(live_messages=0, live_tokens=0)
-    return new

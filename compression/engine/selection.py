@@ -4,6 +4,8 @@ head = the system prompt + the first ``protect_first_n`` messages; tail = the la
 ``protect_last_n`` messages holding at least ``min_tail_user_messages`` real user messages;
 middle = the rest. Cuts never fall between an assistant's tool calls and their results. Summaries
 already in the middle are the previous summary of an iterative update, not chat to summarise.
+Pinned rows, with their whole tool-call group, are taken out of the middle: they stay live, in
+their place, whatever is summarised around them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ class Selection:
     middle: list[Message]
     tail: list[Message]
     previous_summaries: list[Message] = field(default_factory=list)
+    # Rows between head and tail kept live because they (or their tool-call group) are pinned.
+    pinned: list[Message] = field(default_factory=list)
 
     @property
     def chat(self) -> list[Message]:
@@ -46,6 +50,38 @@ def _align_tail_start(rows: list[Message], start: int) -> int:
     while 0 < start < len(rows) and rows[start].role == Message.Role.TOOL:
         start -= 1
     return start
+
+
+def _groups(rows: list[Message]) -> list[list[Message]]:
+    """Rows as the units a cut keeps whole: an assistant's tool calls with their results."""
+    groups: list[list[Message]] = []
+    for row in rows:
+        if row.role == Message.Role.TOOL and groups and _calls(groups[-1][0]):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return groups
+
+
+def _calls(row: Message) -> bool:
+    return row.role == Message.Role.ASSISTANT and bool(row.tool_calls)
+
+
+def unpin(selection: Selection) -> Selection:
+    """The selection with pinned rows' groups moved out of the middle into ``pinned``."""
+    if not any(m.pinned for m in selection.middle):
+        return selection
+    middle: list[Message] = []
+    pinned: list[Message] = []
+    for group in _groups(selection.middle):
+        (pinned if any(m.pinned for m in group) else middle).extend(group)
+    return Selection(
+        head=selection.head,
+        middle=middle,
+        tail=selection.tail,
+        previous_summaries=[m for m in middle if m.is_summary],
+        pinned=pinned,
+    )
 
 
 def select(
@@ -80,11 +116,13 @@ def select(
     tail_start = max(head_end, _align_tail_start(rows, tail_start))
 
     middle = rows[head_end:tail_start]
-    return Selection(
-        head=rows[:head_end],
-        middle=middle,
-        tail=rows[tail_start:],
-        previous_summaries=[m for m in middle if m.is_summary],
+    return unpin(
+        Selection(
+            head=rows[:head_end],
+            middle=middle,
+            tail=rows[tail_start:],
+            previous_summaries=[m for m in middle if m.is_summary],
+        )
     )
 
 
@@ -102,11 +140,13 @@ def select_around(
     end = _align_tail_start(rows, end) if end < len(rows) else end
     if end <= start:
         start = end = max(head_len, min(start, tail_start))
-    return Selection(
-        head=rows[:start],
-        middle=rows[start:end],
-        tail=rows[end:],
-        previous_summaries=[m for m in rows[start:end] if m.is_summary],
+    return unpin(
+        Selection(
+            head=rows[:start],
+            middle=rows[start:end],
+            tail=rows[end:],
+            previous_summaries=[m for m in rows[start:end] if m.is_summary],
+        )
     )
 
 

@@ -147,7 +147,9 @@ def _fold(session: Session, config) -> MicroResult:
     first = previous[0] if previous else group[0]
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        still_live = Message.objects.filter(pk__in=[m.pk for m in group + previous], active=True)
+        still_live = Message.objects.filter(
+            pk__in=[m.pk for m in group + previous], active=True, pinned=False
+        )
         if still_live.count() != len(group) + len(previous):
             return MicroResult(
                 Outcome.SKIPPED, "the session changed while folding; nothing written"

@@ -288,6 +288,7 @@ class MessageOut(Schema):
     token_count: int
     is_summary: bool
     is_fallback_summary: bool
+    pinned: bool
     summarized_by: int | None
     covers_from_position: int | None
     covers_to_position: int | None
@@ -311,6 +312,7 @@ class MessageOut(Schema):
             "token_count": message.token_count,
             "is_summary": message.is_summary,
             "is_fallback_summary": message.is_fallback_summary,
+            "pinned": message.pinned,
             "summarized_by": message.summarized_by_id,
             "covers_from_position": message.covers_from_position,
             "covers_to_position": message.covers_to_position,

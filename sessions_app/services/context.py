@@ -117,5 +117,8 @@ def external_context(session: Session) -> str | None:
 
 
 def live_context(session: Session) -> list[dict[str, Any]]:
-    """The live rows as an OpenAI ``messages`` array, ready to send."""
-    return as_messages(live_rows(session))
+    """The live rows as an OpenAI ``messages`` array, ready to send, with the session's memory
+    blocks in its system context."""
+    from sessions_app.services.memory import with_memory
+
+    return with_memory(session, as_messages(live_rows(session)))

@@ -15,6 +15,7 @@ from sessions_app import hooks
 from sessions_app.catalog import known_context_window
 from sessions_app.models import Channel, Message, Session
 from sessions_app.services.errors import InvalidInput, NotFound
+from sessions_app.services.memory import channel_memory_tokens, memory_tokens
 from sessions_app.services.messages import insert_messages
 from sessions_app.services.validation import check_text, validate_message
 
@@ -87,6 +88,7 @@ def open_session(
             title=title,
             external_id=external_id,
             provider_state={"codex": {"thread_id": codex_thread_id}} if codex_thread_id else None,
+            live_tokens=channel_memory_tokens(channel),
         )
         if system_prompt:
             insert_messages(session, [{"role": "system", "content": system_prompt}])
@@ -124,7 +126,7 @@ def reset_session(
     )
     kept_stats = kept.aggregate(n=Count("id"), tokens=Sum("token_count"))
     locked.live_messages = kept_stats["n"] or 0
-    locked.live_tokens = kept_stats["tokens"] or 0
+    locked.live_tokens = (kept_stats["tokens"] or 0) + memory_tokens(locked)
     locked.last_reset_at = now
     locked.last_prompt_tokens = None
     locked.last_activity_at = now
@@ -159,6 +161,6 @@ def recount(session: Session) -> Recount:
     )
     return Recount(
         live_messages=stats["live"] or 0,
-        live_tokens=stats["tokens"] or 0,
+        live_tokens=(stats["tokens"] or 0) + memory_tokens(session),
         total_messages=stats["total"] or 0,
     )
