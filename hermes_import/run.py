@@ -20,6 +20,8 @@ from hermes_import.reader import HermesReadError, HermesStore
 from hermes_site.config import ConfigError, parse_config
 from sessions_app.analyze import analyze
 from sessions_app.models import Channel
+from sessions_app.services.errors import ServiceError
+from sessions_app.services.memory import Owner, set_block
 
 MEMORY_DELIMITER = "\n§\n"
 
@@ -85,25 +87,47 @@ def locate(path: Path, profile: str | None) -> tuple[Path, Path | None]:
     return path, None
 
 
-def read_memories(home: Path | None) -> list[str]:
+MEMORY_FILES = (("MEMORY.md", "memory"), ("USER.md", "user"))
+
+
+def read_memories(home: Path | None) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """Report lines, and (file, block label, text) for each memory file that can be read."""
     if home is None:
-        return []
-    out = []
-    for name in ("MEMORY.md", "USER.md"):
+        return [], []
+    lines: list[str] = []
+    found = []
+    for name, label in MEMORY_FILES:
         file = home / "memories" / name
         if not file.is_file():
             continue
         try:
             text = file.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
-            out.append(f"Memories: {name} could not be read ({exc})")
+            lines.append(f"Memories: {name} could not be read ({exc})")
             continue
         entries = [e.strip() for e in text.split(MEMORY_DELIMITER) if e.strip()]
-        out.append(
-            f"Memories: {name} has {len(entries)} entries ({len(text)} characters); not imported "
-            "-- this service stores conversations, not an agent's memory; the file stays put"
-        )
-    return out
+        lines.append(f"Memories: {name} has {len(entries)} entries ({len(text)} characters)")
+        found.append((name, label, MEMORY_DELIMITER.join(entries)))
+    return lines, found
+
+
+def import_memories(
+    channel: Channel | None, found: list[tuple[str, str, str]], dry_run: bool
+) -> list[str]:
+    """Each memory file becomes the channel's memory block of its label (replaced on a re-run),
+    which every session of the channel carries after its system prompt."""
+    lines = []
+    for name, label, text in found:
+        if dry_run or channel is None:
+            lines.append(f"Memories: {name} would become the channel's memory block '{label}'")
+            continue
+        try:
+            set_block(Owner(channel=channel), label, text)
+        except ServiceError as exc:
+            lines.append(f"Memories: {name} not imported: {exc.message}")
+            continue
+        lines.append(f"Memories: {name} is the channel's memory block '{label}'")
+    return lines
 
 
 def read_config(home: Path | None) -> list[str]:
@@ -136,6 +160,7 @@ def run(
     channel_name: str = "hermes",
     profile: str | None = None,
     dry_run: bool = False,
+    memories: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     db, home = locate(path, profile)
@@ -146,7 +171,7 @@ def run(
     report = Report(store=str(db), dry_run=dry_run)
     report.schema = f"schema version {store.version}" if store.version else "no schema version"
     report.config = read_config(home)
-    report.memories = read_memories(home)
+    report.memories, memory_files = read_memories(home)
     try:
         sessions = store.sessions()
     except sqlite3.DatabaseError as exc:
@@ -172,6 +197,13 @@ def run(
     if not dry_run:
         channel, _ = Channel.objects.get_or_create(
             name=channel_name, defaults={"description": "Imported from Hermes Agent"}
+        )
+    if memories:
+        report.memories += import_memories(channel, memory_files, dry_run)
+    elif memory_files:
+        report.memories.append(
+            "Memories: not imported (pass --memories to make them the channel's memory blocks; "
+            "Hermes's stored system prompts already hold a snapshot of them)"
         )
     for done, conversation in enumerate(groups, 1):
         if len(conversation.links) > 1:

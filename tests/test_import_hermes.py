@@ -311,7 +311,7 @@ def test_a_second_run_adds_nothing_and_a_run_after_more_appends_only_that(tmp_pa
 def test_a_dry_run_changes_nothing(tmp_path):
     home, _ = _rich_home(tmp_path / "home", 31)
     home.close()
-    report = _import(tmp_path / "home", "--dry-run")
+    report = _import(tmp_path / "home", "--dry-run", "--memories")
     assert "6 new" in report and "would import" in report
     assert Session.objects.count() == 0 and ImportedSession.objects.count() == 0
 
@@ -340,7 +340,39 @@ def test_the_report_names_config_memories_and_chains(tmp_path):
     report = _import(tmp_path / "home")
     assert "Rotation chains joined: 1 (3 Hermes sessions)" in report
     assert "MEMORY.md has 2 entries" in report and "USER.md has 1 entries" in report
+    assert "not imported (pass --memories" in report
     assert "accepted, not used here: model.api_mode" in report
+
+
+def test_hermes_memories_become_the_channel_s_memory_blocks_and_reach_every_context(tmp_path):
+    from sessions_app.models import MemoryBlock
+    from sessions_app.services import live_context, recount
+
+    home = HermesHome(tmp_path / "home")
+    home.memories(["Deploys go out on Fridays.", "The repo is orion."], ["Name: Ada"])
+    s = home.session()
+    home.append(s, "user", "hello there")
+    home.close()
+    assert "would become the channel's memory block" in _import(tmp_path / "home", "--dry-run", "--memories")
+    assert not MemoryBlock.objects.exists()
+    _import(tmp_path / "home", "--memories")
+    blocks = dict(MemoryBlock.objects.values_list("label", "text"))
+    assert blocks == {
+        "memory": "Deploys go out on Fridays.\n§\nThe repo is orion.",
+        "user": "Name: Ada",
+    }
+    session = _session(s)
+    system = live_context(session)[0]["content"]
+    assert "Deploys go out on Fridays." in system and "<user>\nName: Ada\n</user>" in system
+    assert recount(session).live_tokens == session.live_tokens
+    # A re-run with a changed file replaces the block; the counters follow.
+    home = HermesHome(tmp_path / "home")
+    home.memories(["Deploys go out on Mondays now."], ["Name: Ada"])
+    home.close()
+    _import(tmp_path / "home", "--memories")
+    assert MemoryBlock.objects.get(label="memory").text == "Deploys go out on Mondays now."
+    session.refresh_from_db()
+    assert recount(session).live_tokens == session.live_tokens
 
 
 @pytest.mark.parametrize(

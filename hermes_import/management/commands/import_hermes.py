@@ -23,6 +23,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="say what would be imported; change nothing"
         )
+        parser.add_argument(
+            "--memories",
+            action="store_true",
+            help="make memories/MEMORY.md and USER.md the channel's memory blocks 'memory' and "
+            "'user' (every session of the channel then carries them after its system prompt)",
+        )
 
     def handle(self, *args, **options) -> None:
         bar = None
@@ -39,6 +45,7 @@ class Command(BaseCommand):
                 channel_name=options["channel"],
                 profile=options["profile"],
                 dry_run=options["dry_run"],
+                memories=options["memories"],
                 progress=progress,
             )
         except ImportError_ as exc:
