@@ -15,5 +15,6 @@ urlpatterns = [
     ),
     path("sessions/<uuid:session_id>/compress/", views.compress, name="compress"),
     path("sessions/<uuid:session_id>/reset/", views.reset, name="reset"),
+    path("sessions/<uuid:session_id>/pin/<int:position>/", views.pin, name="pin"),
     path("sessions/<uuid:session_id>/export.jsonl", export.export_session, name="export"),
 ]

@@ -466,3 +466,6 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     @admin.display(description="details")
     def summary(self, obj: AuditEntry) -> str:
         return Truncator(", ".join(f"{k}={v}" for k, v in (obj.details or {}).items())).chars(160)
+
+
+from sessions_app import admin_memory  # noqa: E402, F401 (registers MemoryBlock)

@@ -353,7 +353,8 @@ def test_hermes_memories_become_the_channel_s_memory_blocks_and_reach_every_cont
     s = home.session()
     home.append(s, "user", "hello there")
     home.close()
-    assert "would become the channel's memory block" in _import(tmp_path / "home", "--dry-run", "--memories")
+    dry = _import(tmp_path / "home", "--dry-run", "--memories")
+    assert "would become the channel's memory block" in dry
     assert not MemoryBlock.objects.exists()
     _import(tmp_path / "home", "--memories")
     blocks = dict(MemoryBlock.objects.values_list("label", "text"))

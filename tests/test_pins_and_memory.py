@@ -316,3 +316,47 @@ def test_erasing_a_session_erases_its_memory_and_keeps_the_channel_s(gateway):
     entry = erasure.erase(erasure.plan_sessions([sid]), "test")
     assert entry.details["deleted"]["sessions"] == 1
     assert list(MemoryBlock.objects.values_list("label", flat=True)) == ["style"]
+
+
+def test_an_operator_pins_from_the_timeline_and_the_page_says_so(admin_client, gateway):
+    from django.urls import reverse
+
+    sid = gateway.open(system_prompt="sys")["id"]
+    append(gateway, sid, turn(1))
+    position = position_of(sid, "question 1:")
+    page = admin_client.get(reverse("console:timeline", args=[sid])).content.decode()
+    url = reverse("console:pin", args=[sid, position])
+    assert f'action="{url}"' in page
+    assert admin_client.get(url).status_code == 405  # a POST with CSRF, never a link
+    answer = admin_client.post(url, {"pinned": "1"}, follow=True).content.decode()
+    assert f"#{position} pinned" in answer and 'class="kind pinned"' in answer
+    assert Message.objects.get(session_id=sid, position=position).pinned
+    admin_client.post(url, {"pinned": "0"})
+    assert not Message.objects.get(session_id=sid, position=position).pinned
+
+
+def test_memory_blocks_are_edited_in_the_admin_and_the_counters_follow(admin_client, gateway):
+    from django.urls import reverse
+
+    sid = gateway.open(system_prompt="sys")["id"]
+    add = reverse("admin:sessions_app_memoryblock_add")
+    refused = admin_client.post(add, {"label": "tone", "text": "Be brief."})
+    assert "Choose a channel" in refused.content.decode()
+    done = admin_client.post(
+        add, {"channel": gateway.channel.pk, "label": "tone", "text": "Brief."}
+    )
+    assert done.status_code == 302, done.content.decode()[:2000]
+    assert "Brief." in live_texts(sid)[0]
+    assert_counters_true(sid)
+    block = MemoryBlock.objects.get(label="tone")
+    change = reverse("admin:sessions_app_memoryblock_change", args=[block.pk])
+    admin_client.post(
+        change, {"channel": gateway.channel.pk, "label": "tone", "text": "Long " * 50}
+    )
+    assert "Long Long" in live_texts(sid)[0]
+    assert_counters_true(sid)
+    admin_client.post(
+        reverse("admin:sessions_app_memoryblock_delete", args=[block.pk]), {"post": "yes"}
+    )
+    assert not MemoryBlock.objects.exists()
+    assert_counters_true(sid)

@@ -38,7 +38,8 @@ from sessions_app import audit
 from sessions_app.audit import admin_actor
 from sessions_app.models import AuditEntry, Message, Session
 from sessions_app.services import reset_session
-from sessions_app.services.errors import NotFound
+from sessions_app.services.errors import NotFound, ServiceError
+from sessions_app.services.pins import set_pinned
 
 
 def _event_id(text: str | None) -> int | None:
@@ -318,3 +319,25 @@ def reset(request: HttpRequest, session_id) -> HttpResponse:
         messages.success(request, f"Session reset: {archived} message(s) archived (searchable).")
         return redirect("console:timeline", session_id=session.pk)
     return render(request, "console/confirm_reset.html", {"session": session})
+
+
+@staff_member_required
+@permission_required(CHANGE_SESSION, raise_exception=True)
+@require_POST
+def pin(request: HttpRequest, session_id, position: int) -> HttpResponse:
+    """Pin or unpin a live message; the page comes back at that message."""
+    session = get_object_or_404(Session, pk=session_id)
+    wanted = request.POST.get("pinned") == "1"
+    try:
+        set_pinned(session, position, wanted)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"#{position} pinned: no compression will summarise it."
+            if wanted
+            else f"#{position} unpinned: the next compression may summarise it (kept, searchable).",
+        )
+    url = reverse("console:timeline", args=[session.pk])
+    return redirect(f"{url}?around={position}")

@@ -100,7 +100,8 @@ class Owner:
         return Session.objects.filter(channel=self.channel)
 
 
-def _check(label: str, text: str) -> None:
+def check_block(label: str, text: str) -> None:
+    """Raise InvalidInput naming what is wrong with this label or text."""
     if not LABEL.match(label or ""):
         raise InvalidInput(
             f"label {label[:40]!r} is not usable: 1-100 letters, digits, '_', '.' or '-', "
@@ -147,7 +148,7 @@ def _shift(owner: Owner, label: str, before: int, after: int) -> None:
 def set_block(owner: Owner, label: str, text: str) -> tuple[MemoryBlock, bool]:
     """Create or replace the owner's block ``label``; the sessions that see it move their live
     tokens by the difference in the same transaction. Returns (block, created)."""
-    _check(label, text)
+    check_block(label, text)
     existing = owner.blocks().select_for_update().filter(label=label).first()
     tokens = block_tokens(label, text)
     if existing is None:
