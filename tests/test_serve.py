@@ -4,6 +4,7 @@ way a process manager, ``docker stop`` or Ctrl-C stops it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -409,3 +410,60 @@ def test_gunicorn_marks_an_ended_web_process_dead_for_the_metrics(tmp_path, monk
     gunicorn_conf.child_exit(None, SimpleNamespace(pid=4242))
     assert not live.exists()  # its live gauges no longer count
     assert other.exists()
+
+
+def test_a_streamed_turn_streams_through_gunicorn_and_a_hang_up_leaves_the_session_whole(
+    tmp_path, model
+):
+    """The production server (gunicorn's threaded workers) passes the events on as they are
+    written, not when the reply is done; a client that hangs up mid-reply leaves the user's
+    message stored and the cut-off reply rolled back as "interrupted"."""
+    sections = (
+        f"model:\n  default: gpt-4o\n  base_url: {model.base_url}\n"
+        f"auxiliary:\n  compression:\n    model: fake-summary\n    base_url: {model.base_url}\n"
+    )
+    with isolated_env(tmp_path, server="  stop_timeout_seconds: 8\n", sections=sections) as env:
+        key = _key(env)
+        served = Served(env, tmp_path / "serve.log")
+        try:
+            status, session = _call("POST", f"{served.base}/api/v1/sessions", key, {})
+            assert status == 201, session
+            path = f"/api/v1/sessions/{session['id']}/turn"
+            model.then(Reply("one two three four five six", chunks=6, chunk_delay=0.4))
+            seen: dict[str, float] = {}
+            started = time.monotonic()
+            conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            conn.request("POST", path, json.dumps({"content": "count", "stream": True}), headers)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert response.getheader("Content-Type").startswith("text/event-stream")
+            while line := response.readline():
+                if line.startswith(b"event: "):
+                    seen.setdefault(line[7:].strip().decode(), time.monotonic() - started)
+            conn.close()
+            assert seen["done"] - seen["delta"] >= 1.5, seen  # not buffered to the end
+
+            model.then(Reply("piece " * 40, chunks=20, chunk_delay=0.15))
+            conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+            conn.request("POST", path, json.dumps({"content": "long one", "stream": True}), headers)
+            response = conn.getresponse()
+            while line := response.readline():
+                if line.startswith(b"event: delta"):
+                    break
+            response.close()
+            conn.close()  # hang up mid-reply
+
+            def rows():
+                url = f"{served.base}/api/v1/sessions/{session['id']}/messages"
+                return _call("GET", url, key)[1]["items"]
+
+            wait_for(lambda: any(r["kind"] == "rolled_back" for r in rows()), "the cut", 30)
+            live = [(r["role"], r["content"]) for r in rows() if r["kind"] == "live"]
+            assert live == [
+                ("user", "count"),
+                ("assistant", "one two three four five six"),
+                ("user", "long one"),
+            ]
+        finally:
+            served.stop()
