@@ -1,6 +1,6 @@
-"""The service as deployed: a web process and a django-q2 worker on one database (a SQLite file
-with the ORM broker, or PostgreSQL with Redis in the PostgreSQL pass), a loopback summary model,
-and a gateway speaking HTTP. Nothing is faked in-process."""
+"""The service as deployed (``manage.py serve``: gunicorn and a django-q2 worker) on one
+database (a SQLite file with the ORM broker, or PostgreSQL with Redis in the PostgreSQL pass), a
+loopback summary model, and a gateway speaking HTTP. Nothing is faked in-process."""
 
 from __future__ import annotations
 
@@ -51,25 +51,21 @@ def _processes(env: dict[str, str], model: FakeModelServer):
     out = python("manage.py", "create_channel", "live", env=env, timeout=60)
     key = out.split("store it now): ")[1].strip()
     port = _free_port()
+    # What the README runs: manage.py serve (gunicorn and the worker under one parent).
     processes = [
         subprocess.Popen(
-            [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
+            [*manage, "serve", "--no-migrate"],
             cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        ),
-        subprocess.Popen(
-            [*manage, "qcluster"],
-            cwd=ROOT,
-            env=env,
+            env={**env, "HERMES_ADDR": f"127.0.0.1:{port}"},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         ),
     ]
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        wait_for(lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web")
+        wait_for(
+            lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web", 120
+        )
         yield base, key, model
     finally:
         stop_all(processes)
