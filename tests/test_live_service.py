@@ -63,9 +63,7 @@ def _processes(env: dict[str, str], model: FakeModelServer):
     ]
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
-        wait_for(
-            lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web", 120
-        )
+        wait_for(lambda: _call("GET", f"{base}/sessions", key, timeout=5)[0] == 200, "the web", 120)
         yield base, key, model
     finally:
         stop_all(processes)

@@ -360,3 +360,20 @@ def test_memory_blocks_are_edited_in_the_admin_and_the_counters_follow(admin_cli
     )
     assert not MemoryBlock.objects.exists()
     assert_counters_true(sid)
+
+
+def test_the_turn_sends_the_model_its_memory_after_the_system_prompt(gateway, hermes_config):
+    from compression.testing.fake_model import FakeModelServer, Reply
+
+    with FakeModelServer() as model:
+        model.script.default = Reply("Bonjour Ada.")
+        hermes_config(model={"default": "gpt-4o", "base_url": model.base_url})
+        sid = gateway.open(system_prompt="You are terse.")["id"]
+        gateway.put("/memory/user", {"text": "Ada prefers French."})
+        response = gateway.post(f"/sessions/{sid}/turn", {"content": "hi"})
+        assert response.status_code == 200, response.content
+        sent = model.requests[-1].body["messages"]
+    assert sent[0]["role"] == "system"
+    assert sent[0]["content"].endswith("<user>\nAda prefers French.\n</user>")
+    assert sent[1] == {"role": "user", "content": "hi"}
+    assert_counters_true(sid)

@@ -228,3 +228,14 @@ def test_the_migration_moves_stored_compaction_items_out_of_the_replayed_fields(
     plain.refresh_from_db()
     assert row.provider_item == item and row.extra == {"reasoning": "kept"}
     assert plain.provider_item is None and plain.extra is None
+
+
+def test_memory_blocks_reach_the_responses_instructions_after_the_system_prompt(
+    gateway, server_side, model
+):
+    sid = gateway.open(model="gpt-5.1", system_prompt="You are terse.")["id"]
+    assert gateway.put(f"/sessions/{sid}/memory/user", {"text": "Ada"}).status_code == 201
+    say(gateway, sid, "hello")
+    instructions = model.requests[-1].body["instructions"]
+    assert instructions.startswith("You are terse.\n\nMemory (kept across")
+    assert instructions.endswith("<user>\nAda\n</user>")

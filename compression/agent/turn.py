@@ -51,6 +51,7 @@ from sessions_app.services import (
     rollback_messages,
 )
 from sessions_app.services.context import live_rows
+from sessions_app.services.memory import with_memory
 from sessions_app.services.validation import normalize_message, validate_message
 
 Trigger = CompressionEvent.Trigger
@@ -225,8 +226,9 @@ def turn_steps(
             if server_side:
                 threshold = server_compact_threshold(session)
                 rows = live_rows(session)
+                sending = with_memory(session, server_compaction.input_messages(rows))
                 reply, usage, compacted = call_responses(
-                    chat, model_of(session), server_compaction.input_messages(rows), threshold
+                    chat, model_of(session), sending, threshold
                 )
                 if compacted is not None:
                     event = server_compaction.store_compaction(
