@@ -35,6 +35,7 @@ from hermes_site.config_blocks import (
     SearchConfig,
 )
 from hermes_site.config_errors import describe, schema_keys
+from hermes_site.config_hooks import HooksConfig
 from hermes_site.hermes_compat import Adapted, adapt
 
 logger = logging.getLogger(__name__)
@@ -151,8 +152,10 @@ class CompressionConfig(_Block):
     # Model families that get OpenAI's server-side compaction when codex_responses_native is on.
     codex_responses_models: tuple[str, ...] = ("gpt-5", "codex")
 
-    # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
+    # Compaction hooks; with checkpoint_required a failing pre-compact hook stops a compression.
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoint_required: bool = False
+    # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
     progress_notices: bool = False
     tail_mode: Literal["lean", "legacy"] = "lean"
     codex_gpt55_autoraise: bool = True

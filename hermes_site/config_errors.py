@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-SECRET_KEYS = frozenset({"metrics_token", "secret_key", "api_key"})
+SECRET_KEYS = frozenset({"metrics_token", "secret_key", "api_key", "secret"})
 
 
 def describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:

@@ -59,6 +59,7 @@ PREFIXES = {
     "hermes_site.config": "site_base",
     "hermes_site.config_errors": "site_base",
     "hermes_site.config_blocks": "site_base",
+    "hermes_site.config_hooks": "site_base",
     "hermes_site.errors": "site_base",
     "hermes_site.middleware": "site_base",
     "hermes_site.instruments": "site_base",
