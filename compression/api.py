@@ -37,6 +37,11 @@ class CompressIn(Schema):
     focus: Annotated[str, Field(max_length=500)] | None = Field(
         None, description="A topic the summary should keep in most detail."
     )
+    confirm: bool = Field(
+        False,
+        description="Compress even if a pre-compact hook fails (with "
+        "`compression.checkpoint_required`, a failed checkpoint otherwise answers 409).",
+    )
     wait: bool = Field(True, description="Wait for the result (up to wait_seconds).")
     wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -59,6 +64,7 @@ class CompressOut(Schema):
     task_id: str | None = None
     passes: list[PassOut] = []
     continued_in: str | None = None
+    needs_confirmation: bool = False
     live_tokens: int | None = None
     live_messages: int | None = None
     error: str | None = None
@@ -86,13 +92,19 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
 
     With `wait` (the default) the answer is the result; if the worker takes longer than
     `wait_seconds`, 202 with the task id (the result also lands in the session's events).
-    A compression already running for this session answers 409 and starts nothing."""
+    A compression already running for this session answers 409 and starts nothing. With
+    `compression.checkpoint_required`, a pre-compact hook that fails stops the compression
+    (nothing changed) and answers 409 asking for `"confirm": true`."""
     payload = payload or CompressIn()
     session = get_session_for_channel(request.auth, session_id)
     if session.compressing_until and session.compressing_until > timezone.now():
         raise StateConflict("A compression of this session is already running.")
     task_id = enqueue_manual(
-        session, CompressionEvent.Trigger.MANUAL_API, payload.focus, payload.around_position
+        session,
+        CompressionEvent.Trigger.MANUAL_API,
+        payload.focus,
+        payload.around_position,
+        payload.confirm,
     )
     if payload.wait:
         deadline = time.monotonic() + payload.wait_seconds
@@ -114,6 +126,13 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
                 body["task_id"] = task_id
                 if body.get("outcome") == "running":
                     raise StateConflict(body.get("error") or "already running")
+                if body.get("needs_confirmation"):
+                    refused = body["passes"][-1]
+                    raise StateConflict(
+                        f"The pre-compact checkpoint failed ({refused['error']}) and "
+                        "compression.checkpoint_required is set, so nothing was changed. Send "
+                        '"confirm": true to compress without the checkpoint.'
+                    )
                 return Status(200, body)
             if time.monotonic() >= deadline:
                 break

@@ -43,6 +43,17 @@ class CompressionEvent(models.Model):
     # What a trigger decided without compressing: repeated on every append, so collapsed into
     # one row per run (see repeats) and trimmed after events.retention_days.
     DECISIONS = (Outcome.SKIPPED, Outcome.LOCKED)
+    # An operator or a user asked: no guard holds these back, and a failed checkpoint asks them
+    # to confirm instead of refusing outright.
+    MANUAL = frozenset(
+        {
+            Trigger.MANUAL_API,
+            Trigger.MANUAL_CLI,
+            Trigger.MANUAL_CHANNEL,
+            Trigger.MANUAL_ACP,
+            Trigger.MANUAL_ADMIN,
+        }
+    )
 
     class Path(models.TextChoices):
         ENGINE = "engine", "summary by this service"
@@ -144,3 +155,42 @@ class ModelThresholdOverride(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pattern} → {self.ratio:.2f}"
+
+
+class HookDelivery(models.Model):
+    """One attempt to deliver a compaction hook (``compression.hooks``): what was sent where,
+    and how it went, so an operator can answer "did the checkpoint run?"."""
+
+    class Kind(models.TextChoices):
+        PRE_COMPACT = "pre_compact", "pre-compact"
+        POST_COMPACT = "post_compact", "post-compact"
+
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    url = models.CharField(max_length=2000)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="hook_deliveries")
+    event = models.ForeignKey(
+        CompressionEvent,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="hook_deliveries",
+        help_text="The compression event this delivery belongs to.",
+    )
+    trigger = models.CharField(max_length=20, choices=CompressionEvent.Trigger.choices)
+    delivery_id = models.UUIDField(
+        db_index=True, help_text="X-Hermes-Delivery: the same for every retry of one delivery."
+    )
+    attempt = models.PositiveSmallIntegerField(default=1)
+    ok = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    signed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["session", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.attempt}: {'ok' if self.ok else 'failed'}"

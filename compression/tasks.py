@@ -70,6 +70,7 @@ def result_dict(result: CompressionResult) -> dict[str, Any]:
             for p in result.passes
         ],
         "continued_in": str(result.continued_in.pk) if result.continued_in else None,
+        "needs_confirmation": result.needs_confirmation,
         "live_tokens": result.session.live_tokens,
         "live_messages": result.session.live_messages,
     }
@@ -81,12 +82,19 @@ def compress_task(
     trigger: str,
     focus: str | None = None,
     around_position: int | None = None,
+    confirm: bool = False,
 ) -> dict[str, Any]:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     try:
-        result = compress(session, trigger=trigger, focus=focus, around_position=around_position)
+        result = compress(
+            session,
+            trigger=trigger,
+            focus=focus,
+            around_position=around_position,
+            confirmed=confirm,
+        )
     except AlreadyRunning as exc:
         return {"session_id": session_id, "outcome": "running", "error": exc.message}
     return result_dict(result)
@@ -140,6 +148,23 @@ def micro_task(session_id: str) -> dict[str, Any]:
         return {"session_id": session_id, "outcome": "skipped", "reason": "no fold due"}
     result = micro.micro_compact(session)
     return {"session_id": session_id, "outcome": result.outcome, "reason": result.reason}
+
+
+def post_compact_task(session_id: str, event_id: int) -> dict[str, Any]:
+    """The post-compact hooks of one compression (queued when its summary committed). Never
+    fails as a task: every attempt is a delivery record, an unexpected error is reported."""
+    from compression.engine.checkpoint import deliver_post_compact
+
+    try:
+        deliveries = deliver_post_compact(event_id)
+    except Exception as exc:
+        message = report(exc, f"the post-compact hooks of session {session_id}")
+        return {"session_id": session_id, "event_id": event_id, "error": message}
+    return {
+        "session_id": session_id,
+        "event_id": event_id,
+        "deliveries": [{"url": d.url, "attempt": d.attempt, "ok": d.ok} for d in deliveries],
+    }
 
 
 IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest

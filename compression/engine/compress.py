@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from compression.engine import hooks
+from compression.engine import checkpoint, hooks
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.continuation import continue_in_new_session
@@ -50,6 +50,7 @@ class PassResult:
     event: CompressionEvent
     summary: Message | None = None
     model_failed: bool = False
+    needs_confirmation: bool = False  # a manual pass the pre-compact checkpoint stopped
 
 
 @dataclass
@@ -66,6 +67,10 @@ class CompressionResult:
         if wrote:
             return wrote[-1].outcome
         return self.passes[-1].outcome if self.passes else Outcome.SKIPPED
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return any(p.needs_confirmation for p in self.passes)
 
     @property
     def events(self) -> list[CompressionEvent]:
@@ -108,11 +113,13 @@ def compress(
     idle_timeout: float | None = None,
     total_timeout: float | None = None,
     first_attempt: int = 0,
+    confirmed: bool = False,
 ) -> CompressionResult:
     """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
 
     Manual triggers ignore cooldown and anti-thrash (SPEC T6). One pass always runs; more run
     (up to ``max_attempts``) while the live tokens stay over the session's threshold.
+    ``confirmed``: a manual compression goes on when the pre-compact checkpoint fails.
     """
     config = get_config().compression
     timeouts = (
@@ -167,6 +174,7 @@ def compress(
                 timeouts,
                 use_model=not model_failed,
                 attempt_no=len(result.passes) + 1,
+                confirmed=confirmed,
             )
             result.passes.append(outcome)
             # After one failed model call, further passes of this run summarise locally: one
@@ -209,6 +217,7 @@ def _one_pass(
     *,
     use_model: bool = True,
     attempt_no: int = 1,
+    confirmed: bool = False,
 ) -> PassResult:
     """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time,
     down to a floor: compressing the same selection again would only re-summarise the summary."""
@@ -242,7 +251,31 @@ def _one_pass(
             attempt=attempt_no,
         )
         return PassResult(Outcome.SKIPPED, event)
+    # The pre-compact hooks hear of the span first, and may stop the pass (checkpoint).
+    gate = checkpoint.pre_compact(session, selection, trigger, attempt_no, confirmed=confirmed)
+    if gate.refusal:
+        event = checkpoint.refuse(session, gate, trigger, target, started, attempt_no)
+        return PassResult(Outcome.FAILED, event, needs_confirmation=gate.ask)
+    passed = _summarise(
+        session, selection, (trigger, focus, target), timeouts, use_model, started, attempt_no
+    )
+    checkpoint.settle(gate, passed.event)
+    return passed
 
+
+def _summarise(
+    session: Session,
+    selection: Selection,
+    asked: tuple[str, str | None, int | None],
+    timeouts: tuple[float, float] | None,
+    use_model: bool,
+    started: float,
+    attempt_no: int,
+) -> PassResult:
+    """The summary (the model's, else the local one) and its write-back; ``asked`` is the
+    pass's (trigger, focus, threshold)."""
+    config = get_config().compression
+    trigger, focus, target = asked
     budget = prompts.budget_tokens(selection.middle_tokens, config, session.context_window)
     built = prompts.build_prompt(
         selection.chat,
@@ -447,4 +480,5 @@ def _write_back(
             duration_ms=int((time.monotonic() - started) * 1000),
             attempt=attempt_no,
         )
+        checkpoint.post_compact_later(locked, event)  # queued once this commits
     return PassResult(outcome, event, summary, model_failed=failed)

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from compression.models import CompressionEvent, ModelThresholdOverride
+from compression.models import CompressionEvent, HookDelivery, ModelThresholdOverride
 from sessions_app import audit
 from sessions_app.admin import HermesAdmin, ReadOnlyAdmin, SessionAdmin
 from sessions_app.audit import admin_actor
@@ -33,7 +33,18 @@ class CompressionEventAdmin(ReadOnlyAdmin):
     list_filter = ("trigger", "path", "outcome", "session__channel")
     search_fields = ("session__id", "session__title", "reason", "error")
     list_select_related = ("session",)
-    readonly_fields = [f.name for f in CompressionEvent._meta.fields]
+    readonly_fields = [*(f.name for f in CompressionEvent._meta.fields), "hook_deliveries"]
+
+    @admin.display(description="hook deliveries")
+    def hook_deliveries(self, obj: CompressionEvent) -> str:
+        from django.urls import reverse
+        from django.utils.html import format_html
+
+        count = obj.hook_deliveries.count()
+        if not count:
+            return "—"
+        url = reverse("admin:compression_hookdelivery_changelist")
+        return format_html('<a href="{}?event__id__exact={}">{}</a>', url, obj.pk, count)
 
     @admin.display(description="reason")
     def short_reason(self, obj: CompressionEvent) -> str:
@@ -45,6 +56,29 @@ class CompressionEventAdmin(ReadOnlyAdmin):
     def savings(self, obj: CompressionEvent) -> str:
         ratio = obj.savings_ratio
         return "—" if ratio is None else f"{ratio:.0%}"
+
+
+@admin.register(HookDelivery)
+class HookDeliveryAdmin(ReadOnlyAdmin):
+    """Every attempt to deliver a compaction hook (compression.hooks), as it went."""
+
+    list_display = (
+        "created_at",
+        "kind",
+        "url",
+        "session",
+        "event",
+        "trigger",
+        "attempt",
+        "ok",
+        "status_code",
+        "error",
+        "duration_ms",
+    )
+    list_filter = ("kind", "ok", "trigger")
+    search_fields = ("session__id", "url", "error", "delivery_id")
+    list_select_related = ("session", "event")
+    readonly_fields = [f.name for f in HookDelivery._meta.fields]
 
 
 MODELS_SHOWN = 12

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -34,6 +34,7 @@ from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import enqueue_manual
+from hermes_site.config import get_config
 from sessions_app import audit
 from sessions_app.audit import admin_actor
 from sessions_app.models import AuditEntry, Message, Session
@@ -93,9 +94,11 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             "percent": round(100 * session.live_tokens / max(1, threshold.tokens)),
             # What happened first (compressions, failures, resets), then what the triggers
             # decided on appends (repeats collapsed), each list bounded.
-            "events": CompressionEvent.objects.filter(session=session).exclude(
-                outcome__in=CompressionEvent.DECISIONS
-            )[:50],
+            "events": CompressionEvent.objects.filter(session=session)
+            .exclude(outcome__in=CompressionEvent.DECISIONS)
+            .annotate(hooks=Count("hook_deliveries"))[:50],
+            # With checkpoint_required, "Compress now" offers to go on without the checkpoint.
+            "checkpoint": checkpoint_required(),
             "decisions": CompressionEvent.objects.filter(
                 session=session, outcome__in=CompressionEvent.DECISIONS
             )[:50],
@@ -229,6 +232,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     )
 
 
+def checkpoint_required() -> bool:
+    config = get_config().compression
+    return config.checkpoint_required and bool(config.hooks.pre_compact)
+
+
 # Looking needs a staff login; acting on a session needs the right to change sessions too.
 CHANGE_SESSION = "sessions_app.change_session"
 
@@ -253,6 +261,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
                 CompressionEvent.Trigger.MANUAL_ADMIN,
                 form.cleaned_data["focus"] or None,
                 form.cleaned_data["around"],
+                form.cleaned_data["confirm"],
             )
             audit.record(
                 admin_actor(request),
@@ -264,6 +273,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
                     "channel": session.channel.name,
                     "around": form.cleaned_data["around"],
                     "focus_given": bool(form.cleaned_data["focus"]),
+                    "confirm": form.cleaned_data["confirm"],
                     "task": task_id,
                 },
             )
@@ -282,6 +292,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
 class CompressForm(forms.Form):
     focus = forms.CharField(max_length=500, required=False, strip=True)
     around = forms.CharField(max_length=12, required=False, strip=True)
+    confirm = forms.BooleanField(required=False)
 
     def clean_around(self) -> int | None:
         text = self.cleaned_data["around"].removeprefix("#")

@@ -25,13 +25,7 @@ from sessions_app.models import Session
 from sessions_app.services.context import external_context
 
 Trigger = CompressionEvent.Trigger
-MANUAL = {
-    Trigger.MANUAL_API,
-    Trigger.MANUAL_CLI,
-    Trigger.MANUAL_CHANNEL,
-    Trigger.MANUAL_ACP,
-    Trigger.MANUAL_ADMIN,
-}
+MANUAL = CompressionEvent.MANUAL
 BYPASS_LOCKS = MANUAL | {Trigger.ERROR}
 DONE = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
 

@@ -276,11 +276,16 @@ def _enqueue_task(path: str, session: Session, name: str, *args: Any) -> None:
 
 
 def enqueue_manual(
-    session: Session, trigger: str, focus: str | None = None, around: int | None = None
+    session: Session,
+    trigger: str,
+    focus: str | None = None,
+    around: int | None = None,
+    confirm: bool = False,
 ) -> str:
     """Queue an operator's or gateway's compression now and return the task id: such a request
     writes nothing, so there is no commit to wait for. Raises NotFound for an ``around``
-    position the session does not have (the engine would otherwise compress near the tail)."""
+    position the session does not have (the engine would otherwise compress near the tail).
+    ``confirm``: go on without the pre-compact checkpoint if it fails."""
     from django_q.tasks import async_task
 
     check_around(session, around)
@@ -290,6 +295,7 @@ def enqueue_manual(
         trigger,
         focus,
         around,
+        confirm,
         task_name=f"compress {session.pk}",
         group="compression",
         **task_kwargs(),

@@ -1,4 +1,5 @@
-"""``manage.py compress SESSION [--around POSITION] [--focus TEXT]``: manual compression now."""
+"""``manage.py compress SESSION [--around POSITION] [--focus TEXT] [--confirm]``: manual
+compression now."""
 
 from __future__ import annotations
 
@@ -17,8 +18,21 @@ class Command(BaseCommand):
         parser.add_argument("session", help="Session id.")
         parser.add_argument("--around", type=int, help="Compress only near this position.")
         parser.add_argument("--focus", help="Topic the summary should keep in most detail.")
+        parser.add_argument(
+            "--confirm",
+            action="store_true",
+            help="Compress even if a pre-compact hook fails (compression.checkpoint_required).",
+        )
 
-    def handle(self, *args, session: str, around: int | None, focus: str | None, **options):
+    def handle(
+        self,
+        *args,
+        session: str,
+        around: int | None,
+        focus: str | None,
+        confirm: bool = False,
+        **options,
+    ):
         try:
             target = get_session_for_channel(None, session)
         except NotFound as exc:
@@ -33,6 +47,7 @@ class Command(BaseCommand):
                 trigger=CompressionEvent.Trigger.MANUAL_CLI,
                 focus=focus,
                 around_position=around,
+                confirmed=confirm,
             )
         except AlreadyRunning as exc:
             raise CommandError(exc.message) from None
@@ -45,6 +60,11 @@ class Command(BaseCommand):
                 f"pass {n}: {step.outcome}{saved}, {event.rows_archived} rows archived"
                 + (f" ({event.reason})" if event.reason else "")
                 + (f" [{event.error}]" if event.error else "")
+            )
+        if result.needs_confirmation:
+            raise CommandError(
+                "The pre-compact checkpoint failed and compression.checkpoint_required is set, "
+                "so nothing was changed; run again with --confirm to compress without it."
             )
         if result.continued_in:
             self.stdout.write(f"continued in session {result.continued_in.pk}")

@@ -1,0 +1,330 @@
+"""Compaction hooks (``compression.hooks``): a signed JSON POST to each ``pre_compact`` URL before
+the summariser is called, and to each ``post_compact`` URL after a summary lands.
+
+The pre-compact call is synchronous and gates the compression: with
+``compression.checkpoint_required`` a hook that fails or times out stops an automatic compression
+before anything is written, and asks a manual one to be confirmed. Post-compact deliveries run in
+the worker once the summary is committed, retried with backoff; they never undo a compression.
+Every attempt is a :class:`~compression.models.HookDelivery` row."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import logging
+import socket
+import ssl
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from compression.engine.selection import Selection
+from compression.events import record_event
+from compression.models import CompressionEvent, HookDelivery
+from hermes_site.config import get_config
+from sessions_app.models import Session
+
+logger = logging.getLogger(__name__)
+Kind = HookDelivery.Kind
+ANSWER_BYTES = 64 * 1024  # a hook's answer is read up to this much; a longer one is a failure
+ERROR_CHARS = 300  # HookDelivery.error's size
+
+
+@dataclass
+class Gate:
+    """What the pre-compact hooks said about one pass: ``failure`` is empty when all answered
+    (or none is configured); ``refusal`` says why the pass must not go on, if it must not."""
+
+    failure: str = ""
+    refusal: str = ""
+    ask: bool = False  # a manual compression: the operator may confirm and go on without it
+    delivered: list[int] = field(default_factory=list)
+
+
+def pre_compact(
+    session: Session, selection: Selection, trigger: str, pass_no: int, *, confirmed: bool
+) -> Gate:
+    """Tell every pre-compact hook what is about to be summarised, and say whether to go on."""
+    config = get_config().compression
+    urls = config.hooks.pre_compact
+    gate = Gate()
+    if not urls:
+        return gate
+    payload = _base(Kind.PRE_COMPACT, session, trigger) | {
+        "pass": pass_no,
+        "checkpoint_required": config.checkpoint_required,
+        "span": {
+            "first_position": selection.middle[0].position,
+            "last_position": selection.middle[-1].position,
+            "messages": len(selection.middle),
+            "tokens": selection.middle_tokens,
+        },
+    }
+    if config.hooks.include_rows:
+        payload["rows"] = [
+            {"position": m.position, "message": m.as_openai()} for m in selection.middle
+        ]
+    for url in urls:
+        delivery = _deliver(Kind.PRE_COMPACT, url, payload, session, trigger, None, uuid.uuid4())
+        gate.delivered.append(delivery.pk)
+        if not delivery.ok and not gate.failure:
+            gate.failure = f"pre-compact hook {_where(url)}: {delivery.error}"
+    if gate.failure and config.checkpoint_required:
+        if trigger not in CompressionEvent.MANUAL:
+            gate.refusal = f"{gate.failure}; checkpoint_required is set, so nothing changed"
+        elif not confirmed:
+            gate.ask = True
+            gate.refusal = (
+                f"{gate.failure}; checkpoint_required is set, so nothing changed: confirm to "
+                "compress without the checkpoint"
+            )
+    return gate
+
+
+def refuse(
+    session: Session, gate: Gate, trigger: str, threshold: int | None, started: float, pass_no: int
+) -> CompressionEvent:
+    """Record a pass the checkpoint stopped. Its rows and counters stay exactly as they were; an
+    automatic trigger waits out ``failure_cooldown_seconds`` (no failure streak: a hook that is
+    down must never lead to the exhaustion reset)."""
+    config = get_config().compression
+    event = record_event(
+        session,
+        trigger,
+        CompressionEvent.Outcome.FAILED,
+        gate.refusal,
+        started=started,
+        threshold_tokens=threshold,
+        error=gate.failure,
+        attempt=pass_no,
+    )
+    HookDelivery.objects.filter(pk__in=gate.delivered).update(event=event)
+    if not gate.ask:
+        Session.objects.filter(pk=session.pk).update(
+            cooldown_until=timezone.now() + timedelta(seconds=config.failure_cooldown_seconds)
+        )
+    return event
+
+
+def settle(gate: Gate, event: CompressionEvent) -> None:
+    """Link a pass's pre-compact deliveries to its event; a failure it went on despite is added
+    to the event's error."""
+    if not gate.delivered:
+        return
+    HookDelivery.objects.filter(pk__in=gate.delivered).update(event=event)
+    if gate.failure:
+        error = "; ".join(filter(None, [event.error, f"{gate.failure} (went on without it)"]))
+        CompressionEvent.objects.filter(pk=event.pk).update(error=error)
+        event.error = error
+
+
+def post_compact_later(session: Session, event: CompressionEvent) -> None:
+    """Queue the post-compact deliveries of ``event`` once its summary is committed."""
+    if not get_config().compression.hooks.post_compact:
+        return
+    session_id, event_id = str(session.pk), event.pk
+
+    def queue() -> None:
+        from django_q.tasks import async_task
+
+        try:
+            async_task(
+                "compression.tasks.post_compact_task",
+                session_id,
+                event_id,
+                task_name=f"post_compact {session_id}",
+                group="hooks",
+            )
+        except Exception as exc:  # the broker refused: the summary stands, the miss is on record
+            logger.warning("post-compact hooks of event %s not queued: %s", event_id, exc)
+
+    transaction.on_commit(queue, robust=True)
+
+
+def deliver_post_compact(event_id: int) -> list[HookDelivery]:
+    """Deliver ``event``'s summary and provenance to every post-compact URL, each tried up to
+    ``1 + post_compact_retries`` times with exponential backoff (in the worker)."""
+    hooks = get_config().compression.hooks
+    event = CompressionEvent.objects.select_related("session__channel", "summary_message").filter(
+        pk=event_id
+    )
+    event = event.first()
+    if event is None or event.summary_message is None:
+        return []  # erased since, or nothing was written
+    summary = event.summary_message
+    payload = _base(Kind.POST_COMPACT, event.session, event.trigger) | {
+        "summary": {
+            "message_id": summary.pk,
+            "position": summary.position,
+            "role": summary.role,
+            "content": summary.content,
+            "covers_from": summary.covers_from_position,
+            "covers_to": summary.covers_to_position,
+            "tokens": summary.token_count,
+        },
+        "provenance": {
+            "event_id": event.pk,
+            "outcome": event.outcome,
+            "trigger": event.trigger,
+            "model": event.summary_model,
+            "fallback": summary.is_fallback_summary,
+            "pass": event.attempt,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+            "messages_before": event.messages_before,
+            "messages_after": event.messages_after,
+            "rows_archived": event.rows_archived,
+            "compressed_at": event.created_at.isoformat(),
+        },
+    }
+    done = []
+    for url in hooks.post_compact:
+        delivery_id = uuid.uuid4()  # one per URL, the same for its retries
+        for attempt in range(1, hooks.post_compact_retries + 2):
+            if attempt > 1:
+                time.sleep(hooks.retry_backoff_seconds * 2 ** (attempt - 2))
+            delivery = _deliver(
+                Kind.POST_COMPACT,
+                url,
+                payload,
+                event.session,
+                event.trigger,
+                event,
+                delivery_id,
+                attempt=attempt,
+            )
+            done.append(delivery)
+            if delivery.ok:
+                break
+    return done
+
+
+def _base(kind: str, session: Session, trigger: str) -> dict[str, Any]:
+    return {
+        "event": kind,
+        "timestamp": timezone.now().isoformat(),
+        "session": {
+            "id": str(session.pk),
+            "external_id": session.external_id,
+            "channel": session.channel.name,
+            "model": session.model,
+        },
+        "trigger": trigger,
+        "automatic": trigger not in CompressionEvent.MANUAL,
+    }
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The X-Hermes-Signature value: ``sha256=`` and the hex HMAC-SHA256 of the raw body."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _deliver(
+    kind: str,
+    url: str,
+    payload: dict[str, Any],
+    session: Session,
+    trigger: str,
+    event: CompressionEvent | None,
+    delivery_id: uuid.UUID,
+    *,
+    attempt: int = 1,
+) -> HookDelivery:
+    hooks = get_config().compression.hooks
+    body = json.dumps({**payload, "delivery_id": str(delivery_id)}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "hermes-memory-hooks",
+        "X-Hermes-Event": kind,
+        "X-Hermes-Delivery": str(delivery_id),
+    }
+    if hooks.secret:
+        headers["X-Hermes-Signature"] = sign(hooks.secret, body)
+    started = time.monotonic()
+    status, error = post(url, body, headers, hooks.timeout_seconds)
+    return HookDelivery.objects.create(
+        kind=kind,
+        url=_where(url, query=True),
+        session=session,
+        event=event,
+        trigger=trigger,
+        delivery_id=delivery_id,
+        attempt=attempt,
+        ok=not error,
+        status_code=status,
+        error=error[:ERROR_CHARS],
+        duration_ms=int((time.monotonic() - started) * 1000),
+        signed=bool(hooks.secret),
+    )
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int | None, str]:
+    """POST ``body``; (status, "") when the hook took it (2xx and an empty or JSON answer), else
+    (status or None, one line saying what went wrong). Every socket operation waits at most
+    what is left of ``timeout``, so the whole exchange is bounded by it."""
+    deadline = time.monotonic() + timeout
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.hostname, parts.port, timeout=timeout)
+    status = None
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        _left(connection, deadline)
+        response = connection.getresponse()
+        status = response.status
+        answer = b""
+        while len(answer) <= ANSWER_BYTES:
+            _left(connection, deadline)
+            chunk = response.read1(8192)
+            if not chunk:
+                break
+            answer += chunk
+        if not 200 <= status < 300:
+            return status, f"answered HTTP {status}"
+        if len(answer) > ANSWER_BYTES:
+            return status, f"answered with more than {ANSWER_BYTES // 1024} KiB"
+        if answer.strip():
+            try:
+                json.loads(answer)
+            except ValueError:
+                return status, f"answered HTTP {status} with a body that is not JSON"
+        return status, ""
+    except TimeoutError:
+        return status, f"no answer within {timeout:g} s"
+    except ConnectionRefusedError:
+        return status, "connection refused"
+    except socket.gaierror:
+        return status, f"host {parts.hostname!r} not found"
+    except ssl.SSLError as exc:
+        return status, f"TLS error ({exc.reason or type(exc).__name__})"
+    except http.client.HTTPException as exc:
+        return status, f"answered something that is not HTTP ({type(exc).__name__})"
+    except OSError as exc:
+        return status, f"connection failed ({exc.strerror or type(exc).__name__})"
+    finally:
+        connection.close()
+
+
+def _left(connection: http.client.HTTPConnection, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    if connection.sock is not None:
+        connection.sock.settimeout(left)
+
+
+def _where(url: str, *, query: bool = False) -> str:
+    """A URL as a record shows it: never its user and password, and in an event (which a
+    gateway reads) not its query either (either may hold a key)."""
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+    return f"{shown}?{parts.query}" if query and parts.query else shown
