@@ -191,6 +191,7 @@ class HookDelivery(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["session", "-created_at"])]
+        verbose_name_plural = "hook deliveries"
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.attempt}: {'ok' if self.ok else 'failed'}"

@@ -460,3 +460,19 @@ def test_no_hooks_configured_sends_and_records_nothing(hermes_config, receiver, 
     hermes_config(compression={"checkpoint_required": True})
     assert compress(long_session, trigger=Trigger.THRESHOLD_PRE).outcome == "fallback"
     assert receiver.requests == [] and not HookDelivery.objects.exists()
+
+
+def test_erasing_a_session_takes_its_hook_deliveries_with_it(
+    transactional_db, hooked, receiver, long_session
+):
+    """With real commits: erasure deletes in batches, one transaction each, so a delivery must
+    not hold its event's row in place once the event's batch commits."""
+    from sessions_app.services import erase as erasure
+
+    compress(long_session, trigger=Trigger.THRESHOLD_PRE)  # post-compact runs on commit
+    assert HookDelivery.objects.filter(session=long_session).count() == 2
+    plan = erasure.plan_sessions([long_session.pk])
+    assert plan.related["hook deliveries"] == 2
+    entry = erasure.erase(plan, "test")
+    assert entry.status == "done"
+    assert not HookDelivery.objects.exists() and not CompressionEvent.objects.exists()

@@ -107,6 +107,16 @@ def _dependents() -> list[tuple[type[Model], str, bool, type[Model]]]:
         for f in model._meta.concrete_fields:
             if (f.many_to_one or f.one_to_one) and f.related_model in (Session, Message):
                 found.append((model, f.name, f.null, f.related_model))
+    # Each batch commits on its own: a row that points at another dependent's row (a hook
+    # delivery at its compression event) must go before it, or that commit breaks the link.
+    models = {model for model, *_ in found}
+    pointed_at = {
+        f.related_model
+        for model in models
+        for f in model._meta.concrete_fields
+        if f.many_to_one and f.related_model in models and f.related_model is not model
+    }
+    found.sort(key=lambda entry: entry[0] in pointed_at)
     return found
 
 
