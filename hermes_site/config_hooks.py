@@ -72,7 +72,3 @@ class HooksConfig(Block):
                 "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
             )
         return value
-
-    @property
-    def any(self) -> bool:
-        return bool(self.pre_compact or self.post_compact)
