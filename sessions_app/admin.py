@@ -3,55 +3,20 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from sessions_app.admin_base import HermesAdmin, ReadOnlyAdmin
 from sessions_app.audit import admin_actor
 from sessions_app.keys import issue_key, revoke_key, rotate_key, rotation_grace
 from sessions_app.models import ApiKey, AuditEntry, Channel, Message, Session
 from sessions_app.services import erase
 from sessions_app.services.errors import NotFound, StateConflict
-
-
-class HermesAdmin(admin.ModelAdmin):
-    """Every model admin here: selected ids that are not ids of this model (a hand-made POST)
-    are refused with a message instead of failing inside Django's ``pk__in`` filter."""
-
-    def response_action(self, request: HttpRequest, queryset: QuerySet):
-        for value in request.POST.getlist(ACTION_CHECKBOX_NAME):
-            try:
-                pk = self.model._meta.pk.to_python(value)
-                if isinstance(pk, int) and not 0 < pk < 2**63:  # beyond any database integer
-                    raise ValueError(value)
-            except (ValidationError, ValueError):
-                self.message_user(
-                    request,
-                    f"{value[:40]!r} is not the id of a {self.model._meta.verbose_name}; "
-                    "nothing was done.",
-                    messages.ERROR,
-                )
-                return HttpResponseRedirect(request.get_full_path())
-        return super().response_action(request, queryset)
-
-
-class ReadOnlyAdmin(HermesAdmin):
-    """History and audit trails: browsable, never added, edited or deleted from the admin."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 class ApiKeyInline(admin.TabularInline):

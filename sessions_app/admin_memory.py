@@ -9,7 +9,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
-from sessions_app.admin import HermesAdmin
+from sessions_app.admin_base import HermesAdmin
 from sessions_app.models import MemoryBlock
 from sessions_app.services.errors import ServiceError
 from sessions_app.services.memory import Owner, check_block, delete_block, set_block
