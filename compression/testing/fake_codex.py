@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,54 @@ NOT_INITIALIZED = -32002
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"id": request_id, "error": {"code": code, "message": message}}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _initialized() -> dict[str, Any]:
+    """``initialize``'s result, with the fields the real app server marks required."""
+    home = os.path.abspath(os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex"))
+    return {
+        "userAgent": "fake-codex/0.1",
+        "codexHome": home,
+        "platformFamily": "windows" if os.name == "nt" else "unix",
+        "platformOs": {"darwin": "macos", "win32": "windows"}.get(sys.platform, sys.platform),
+    }
+
+
+def _resumed(thread: str) -> dict[str, Any]:
+    """``thread/resume``'s result for a thread loaded from storage (no turns: our client asks
+    with ``excludeTurns``), shaped as the real app server answers."""
+    now, cwd = int(time.time()), os.getcwd()
+    return {
+        "thread": {
+            "id": thread,
+            "sessionId": thread,
+            "preview": "",
+            "ephemeral": False,
+            "projectId": None,
+            "modelProvider": "openai",
+            "createdAt": now,
+            "updatedAt": now,
+            "status": {"type": "idle"},
+            "cwd": cwd,
+            "cliVersion": "0.0.0-fake",
+            "source": "appServer",
+            "turns": [],
+        },
+        "model": "fake-model",
+        "modelProvider": "openai",
+        "cwd": cwd,
+        "approvalPolicy": "on-request",
+        "approvalsReviewer": "user",
+        "sandbox": {"type": "readOnly", "networkAccess": False},
+    }
+
+
+def _turn(turn: str, status: str) -> dict[str, Any]:
+    return {"id": turn, "items": [], "itemsView": "notLoaded", "status": status, "error": None}
 
 
 class FakeCodex:
@@ -48,13 +97,13 @@ class FakeCodex:
             return []
         if method == "initialize":
             self.initialized = True
-            return [{"id": request_id, "result": {"userAgent": "fake-codex/0.1"}}]
+            return [{"id": request_id, "result": _initialized()}]
         if not self.initialized:
             return [_error(request_id, NOT_INITIALIZED, "Not initialized")]
         thread = params.get("threadId", "")
         if method == "thread/resume":
             if thread.startswith("thr_"):
-                return [{"id": request_id, "result": {"thread": {"id": thread, "preview": ""}}}]
+                return [{"id": request_id, "result": _resumed(thread)}]
             return [_error(request_id, -32600, f"thread not found: {thread}")]
         if method == "thread/compact/start":
             return self._compact(request_id, thread)
@@ -68,20 +117,24 @@ class FakeCodex:
             return out
         turn = f"turn_{uuid.uuid4().hex[:8]}"
         item = {"type": "contextCompaction", "id": str(uuid.uuid4())}
-        started = {"id": turn, "status": "inProgress", "items": []}
-        out.append({"method": "turn/started", "params": {"threadId": thread, "turn": started}})
+        where = {"threadId": thread, "turnId": turn}
         out.append(
-            {"method": "item/started", "params": {"threadId": thread, "turnId": turn, "item": item}}
+            {
+                "method": "turn/started",
+                "params": {"threadId": thread, "turn": _turn(turn, "inProgress")},
+            }
+        )
+        began = _now_ms()
+        out.append(
+            {"method": "item/started", "params": {**where, "item": item, "startedAtMs": began}}
         )
         if self.mode == "legacy":
-            out.append(
-                {"method": "thread/compacted", "params": {"threadId": thread, "turnId": turn}}
-            )
+            out.append({"method": "thread/compacted", "params": where})
         else:
-            params = {"threadId": thread, "turnId": turn, "item": item}
-            out.append({"method": "item/completed", "params": params})
-        done = {"id": turn, "status": "completed", "items": []}
-        out.append({"method": "turn/completed", "params": {"threadId": thread, "turn": done}})
+            done = {**where, "item": item, "completedAtMs": _now_ms()}
+            out.append({"method": "item/completed", "params": done})
+        finished = {"threadId": thread, "turn": _turn(turn, "completed")}
+        out.append({"method": "turn/completed", "params": finished})
         return out
 
 
