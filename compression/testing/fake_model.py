@@ -9,7 +9,10 @@ assert on what the service really sent. Behaviours:
 * ``Digest(ratio)`` -- a summary in proportion to the transcript asked about (the demo's).
 
 ``POST …/chat/completions`` answers as chat completions; ``POST …/responses`` as the Responses
-API (non-streamed), with a ``compaction`` output item first when the Reply has ``compaction``.
+API, with a ``compaction`` output item first when the Reply has ``compaction``; with ``"stream":
+true`` as server-sent events (``response.created``, ``response.output_item.added``,
+``response.output_text.delta``, ``response.output_item.done``, ``response.completed`` with the
+usage), which is what the Codex app server speaks to a custom model provider.
 
 Run on its own (the demo's summariser)::
 
@@ -19,6 +22,7 @@ Run on its own (the demo's summariser)::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import threading
 import time
@@ -81,6 +85,7 @@ class Digest:
 Behaviour = Reply | Fail | Malformed | Drop | Raw | Digest
 
 TRANSCRIPT = "TRANSCRIPT TO SUMMARISE:"
+_SERIALS = itertools.count(1)
 
 
 def digest(body: dict[str, Any] | None, ratio: float) -> str:
@@ -177,7 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         time.sleep(behaviour.delay)
         model = (body or {}).get("model", "fake")
         if self.path.rstrip("/").endswith("/responses"):
-            self._json(200, _response(behaviour, model))
+            if (body or {}).get("stream"):
+                self._stream_response(behaviour, model)
+            else:
+                self._json(200, _response(behaviour, model))
             return
         if (body or {}).get("stream"):
             usage = ((body or {}).get("stream_options") or {}).get("include_usage")
@@ -265,9 +273,51 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up (a timeout under test)
 
+    def _stream_response(self, behaviour: Reply, model: str) -> None:
+        """The Responses API's event stream: the finished response's items, the text in deltas."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        final = _response(behaviour, model)
+        started = {**final, "status": "in_progress", "output": [], "usage": None}
+
+        def send(kind: str, **fields: Any) -> None:
+            data = json.dumps({"type": kind, **fields})
+            self.wfile.write(f"event: {kind}\ndata: {data}\n\n".encode())
+            self.wfile.flush()
+
+        try:
+            send("response.created", response=started)
+            for index, item in enumerate(final["output"]):
+                if item["type"] != "message":
+                    send("response.output_item.added", output_index=index, item=item)
+                    send("response.output_item.done", output_index=index, item=item)
+                    continue
+                send("response.output_item.added", output_index=index, item={**item, "content": []})
+                text = item["content"][0]["text"]
+                size = max(1, -(-len(text) // max(1, behaviour.chunks)))
+                for start in range(0, len(text), size):
+                    time.sleep(behaviour.chunk_delay)
+                    delta = text[start : start + size]
+                    send(
+                        "response.output_text.delta",
+                        item_id=item["id"],
+                        output_index=index,
+                        content_index=0,
+                        delta=delta,
+                    )
+                send("response.output_item.done", output_index=index, item=item)
+            send("response.completed", response=final)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up
+
 
 def _response(behaviour: Reply, model: str) -> dict[str, Any]:
-    """A Responses API ``response`` object."""
+    """A Responses API ``response`` object (ids differ per response, as OpenAI's do)."""
+    serial = next(_SERIALS)
     output: list[dict[str, Any]] = []
     if behaviour.compaction is not None:
         output.append(
@@ -280,7 +330,7 @@ def _response(behaviour: Reply, model: str) -> dict[str, Any]:
     output.append(
         {
             "type": "message",
-            "id": "msg_fake",
+            "id": f"msg_fake_{serial}",
             "role": "assistant",
             "status": "completed",
             "content": [
@@ -290,7 +340,7 @@ def _response(behaviour: Reply, model: str) -> dict[str, Any]:
     )
     usage = behaviour.usage or {"input_tokens": 10, "output_tokens": 10}
     return {
-        "id": "resp_fake",
+        "id": f"resp_fake_{serial}",
         "object": "response",
         "created_at": int(time.time()),
         "status": "completed",
