@@ -17,10 +17,12 @@ The app server speaks JSON-RPC 2.0 without the ``"jsonrpc"`` field, one JSON obj
 stdio (``codex_app_server_command`` is started for each compaction) or one per WebSocket text frame
 (``codex_app_server_url``: the app server a gateway already runs with ``--listen ws://…``, so the
 compaction happens in the very process that has the thread loaded): ``initialize`` then the
-``initialized`` notification, ``thread/resume {threadId}`` (the thread is loaded from Codex's own
-storage), ``thread/compact/start {threadId}`` which answers ``{}`` at once, then ``item/started`` /
-``item/completed`` notifications carrying a ``{"type": "contextCompaction"}`` item (older servers
-also send ``thread/compacted``).
+``initialized`` notification, ``thread/resume {threadId, excludeTurns}`` (the thread is loaded
+from Codex's own storage; its history is not sent back), ``thread/compact/start {threadId}``
+which answers ``{}`` at once, then ``item/started`` / ``item/completed`` notifications carrying a
+``{"type": "contextCompaction"}`` item (older servers also send ``thread/compacted``). The
+messages are checked against the pinned real app server's JSON Schema
+(tests/test_codex_protocol.py).
 """
 
 from __future__ import annotations
@@ -186,7 +188,15 @@ class AppServer:
                     )
                 return message.get("result") or {}
             if "method" in message and "id" not in message:
-                self.notifications.append(message)
+                self._heard(message)
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        """Keep a notification; say so in the log when the app server calls what we asked for
+        deprecated, so a protocol change shows before it breaks."""
+        self.notifications.append(message)
+        if message.get("method") == "deprecationNotice":
+            summary = str(_params(message).get("summary", ""))[:300]
+            logger.warning("Codex app server deprecation notice: %s", summary)
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self._send({"method": method, **({"params": params} if params is not None else {})})
@@ -200,6 +210,7 @@ class AppServer:
                 message = self._next()
                 if "id" in message:
                     continue
+                self._heard(message)
             if is_compaction(message) and _params(message).get("threadId") == thread:
                 return message
 
@@ -242,7 +253,8 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
         server = AppServer(config)
         server.request("initialize", {"clientInfo": CLIENT_INFO})
         server.notify("initialized")
-        server.request("thread/resume", {"threadId": thread})
+        # Only the thread's loading matters, not its history (which can be long): excludeTurns.
+        server.request("thread/resume", {"threadId": thread, "excludeTurns": True})
         server.request("thread/compact/start", {"threadId": thread})
         done = server.wait_for_compaction(thread)
     except CodexError as exc:
