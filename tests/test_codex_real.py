@@ -153,14 +153,20 @@ def compactions(notices: list[dict]) -> set[str]:
     }
 
 
-def assert_record_kept(gateway, sid: str, rows_before: set[int], words: list[str]) -> None:
-    """A Codex compaction changes Codex's thread, never our rows: every row is still there,
-    live, no summary row was written, and search finds the compacted turns' words."""
+def assert_record_kept(gateway, sid: str, turns: int) -> None:
+    """A Codex compaction changes Codex's thread, never our rows: the system prompt and both
+    rows of every turn are still there and live, no summary row was written, and search finds
+    the compacted turns' words."""
     rows = Message.objects.filter(session_id=sid)
-    assert set(rows.values_list("pk", flat=True)) == rows_before, "no row deleted or added"
+    said = [f"Turn {n}: remember the word {WORDS[n]}." for n in range(turns)]
+    replies = [f"Noted {WORDS[n]}." for n in range(turns)]
+    assert list(rows.values_list("content", flat=True)) == [
+        "sys",
+        *[text for pair in zip(said, replies, strict=True) for text in pair],
+    ]
     assert not rows.filter(is_summary=True).exists()
-    assert rows.filter(active=True).count() == len(rows_before)
-    for word in words:
+    assert rows.filter(active=True).count() == 1 + 2 * turns
+    for word in WORDS[:turns]:
         hits = gateway.get("/search", q=word).json()["hits"]
         assert any(hit["session"]["id"] == sid for hit in hits), (word, hits)
 
@@ -216,8 +222,7 @@ def test_managed_mode_compacts_the_real_codex_thread_on_our_threshold_and_on_req
     assert len(codex.compaction_requests()) == 2
     assert Session.objects.get(pk=sid).compressions == 2
 
-    rows = set(Message.objects.filter(session_id=sid).values_list("pk", flat=True))
-    assert_record_kept(gateway, sid, rows, WORDS[:3])
+    assert_record_kept(gateway, sid, turns=3)
     assert_next_turn_sees_the_summary(codex, thread)
     no_deprecation(caplog)
 
@@ -252,8 +257,7 @@ def test_native_mode_records_the_compaction_codex_does_itself(
     assert forwarded == 1
     event = CompressionEvent.objects.get(session_id=sid, outcome="compressed")
     assert (event.path, event.trigger) == ("codex_native", "codex")
-    rows = set(Message.objects.filter(session_id=sid).values_list("pk", flat=True))
-    assert_record_kept(gateway, sid, rows, WORDS[:3])
+    assert_record_kept(gateway, sid, turns=3)
 
     codex.model.then(Reply(SUMMARY, usage=usage(300)))
     manual = gateway.post(f"/sessions/{sid}/compress", {"wait": True}).json()
@@ -290,8 +294,7 @@ def test_off_mode_compacts_the_real_thread_only_when_asked(
     event = CompressionEvent.objects.get(session_id=sid, outcome="compressed")
     assert (event.path, event.trigger) == ("codex_managed", "manual_api")
     assert len(codex.compaction_requests()) == 1
-    rows = set(Message.objects.filter(session_id=sid).values_list("pk", flat=True))
-    assert_record_kept(gateway, sid, rows, WORDS[:3])
+    assert_record_kept(gateway, sid, turns=3)
     assert_next_turn_sees_the_summary(codex, thread)
     no_deprecation(caplog)
 
