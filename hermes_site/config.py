@@ -155,9 +155,10 @@ class CompressionConfig(_Block):
     # Compaction hooks; with checkpoint_required a failing pre-compact hook stops a compression.
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoint_required: bool = False
-    # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
+    # legacy: the last protect_last_n messages (the seed); lean: Hermes's default (engine/tail.py)
+    tail_mode: Literal["lean", "legacy"] = "legacy"
     progress_notices: bool = False
-    tail_mode: Literal["lean", "legacy"] = "lean"
+    # Accepted so an existing Hermes Agent config loads unchanged; not used by this service.
     codex_gpt55_autoraise: bool = True
     codex_gpt55_autoraise_notice: bool = True
 

@@ -206,7 +206,7 @@ def test_a_32k_session_asks_for_a_summary_within_its_window(
 
 
 def test_deeper_passes_keep_a_tail_of_eight_messages_with_a_user_message(channel, hermes_config):
-    from compression.engine.compress import tail_length
+    from compression.engine.tail import tail_length
 
     assert [tail_length(20, n) for n in range(4)] == [20, 10, 8, 8]
     assert [tail_length(5, n) for n in range(3)] == [5, 5, 5]

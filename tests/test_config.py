@@ -35,6 +35,8 @@ def test_no_file_means_the_documented_defaults():
     assert c.idle_compact_after_seconds == 0
     assert c.micro_compact is False
     assert c.codex_app_server_auto == "native"
+    # The seed's message-count tail, not Hermes's lean default; no notices unless asked.
+    assert (c.tail_mode, c.progress_notices) == ("legacy", False)
     assert config.server.max_message_bytes == 1024 * 1024
     assert config.auxiliary.compression.configured is False
 
@@ -81,6 +83,7 @@ compression:
     assert config.compression.model_thresholds["glm-5.2"] == 0.40
     assert config.compression.model_thresholds["claude-sonnet"].threshold_tokens == 150000
     assert config.compression.codex_app_server_auto == "managed"
+    assert config.compression.tail_mode == "lean"
 
 
 def test_model_block_accepts_model_as_an_alias_of_default():

@@ -240,7 +240,7 @@ def test_an_unexpected_error_in_a_compression_is_one_line_with_an_error_id(
     def broken(*args, **kwargs):
         raise RuntimeError("boom in /srv/hermes/compression/engine/compress.py")
 
-    monkeypatch.setattr("compression.engine.compress.select", broken)
+    monkeypatch.setattr("compression.engine.compress.select_live", broken)
     response = gateway.post(f"/sessions/{sid}/compress")
     assert response.status_code == 200
     body = response.json()

@@ -178,7 +178,7 @@ def test_a_background_compression_that_raises_is_a_failed_event_on_the_timeline_
     def broken(*args, **kwargs):
         raise RuntimeError("boom in /srv/hermes/compression/engine/compress.py")
 
-    monkeypatch.setattr("compression.engine.compress.select", broken)
+    monkeypatch.setattr("compression.engine.compress.select_live", broken)
     result = automatic_task(str(session.pk), "threshold_pre")
     assert result["outcome"] == "failed"
     event = CompressionEvent.objects.get(session=session, outcome=Outcome.FAILED)

@@ -22,8 +22,9 @@ from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.continuation import continue_in_new_session
 from compression.engine.fallback import local_summary
-from compression.engine.selection import Selection, select, select_around
+from compression.engine.selection import Selection, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
+from compression.engine.tail import select_live
 from compression.events import record_event
 from compression.models import CompressionEvent
 from hermes_site.config import get_config
@@ -198,14 +199,6 @@ def _event(session: Session, trigger: str, outcome: str, **fields) -> Compressio
     return record_event(session, trigger, outcome, fields.pop("reason", ""), **fields)
 
 
-TAIL_FLOOR = 8  # messages a deeper pass never cuts the protected tail below
-
-
-def tail_length(protect_last_n: int, attempt: int) -> int:
-    """Pass ``attempt``'s protected tail: halved each pass, not below ``TAIL_FLOOR`` (or less)."""
-    return max(min(TAIL_FLOOR, protect_last_n), protect_last_n >> attempt)
-
-
 def _one_pass(
     session: Session,
     trigger: str,
@@ -225,15 +218,7 @@ def _one_pass(
     started = time.monotonic()
     session.refresh_from_db()
     live = live_rows(session)
-    full = select(
-        live,
-        protect_first_n=config.protect_first_n,
-        protect_last_n=tail_length(config.protect_last_n, attempt),
-        # Deeper passes keep the latest intent whatever the setting says.
-        min_tail_user_messages=max(1, config.min_tail_user_messages)
-        if attempt
-        else config.min_tail_user_messages,
-    )
+    full = select_live(live, config, session.context_window, attempt)
     if around is not None:
         selection = select_around(
             live, around, LOCAL_RADIUS, len(full.head), len(live) - len(full.tail)

@@ -1,11 +1,12 @@
 """Which live rows are kept verbatim and which are compressed (SPEC C1, C2, C4, C5).
 
 head = the system prompt + the first ``protect_first_n`` messages; tail = the last
-``protect_last_n`` messages holding at least ``min_tail_user_messages`` real user messages;
-middle = the rest. Cuts never fall between an assistant's tool calls and their results. Summaries
-already in the middle are the previous summary of an iterative update, not chat to summarise.
-Pinned rows, with their whole tool-call group, are taken out of the middle: they stay live, in
-their place, whatever is summarised around them.
+``protect_last_n`` messages (or, with a token budget, Hermes's lean walk: see ``_lean_start``)
+holding at least ``min_tail_user_messages`` real user messages; middle = the rest. Cuts never
+fall between an assistant's tool calls and their results. Summaries already in the middle are the
+previous summary of an iterative update, not chat to summarise. Pinned rows, with their whole
+tool-call group, are taken out of the middle: they stay live, in their place, whatever is
+summarised around them.
 """
 
 from __future__ import annotations
@@ -84,13 +85,49 @@ def unpin(selection: Selection) -> Selection:
     )
 
 
+LEAN_MESSAGE_FLOOR = 8  # Hermes's _MAX_TAIL_MESSAGE_FLOOR
+LEAN_SOFT_CEILING = 1.5  # the walk may overrun the budget by half before it stops
+
+
+def _walk(rows: list[Message], head_end: int, limit: int, floor: int) -> int:
+    """Start of the newest run of rows whose tokens stay within ``limit`` (at least ``floor``)."""
+    n, total, start = len(rows), 0, len(rows)
+    for i in range(n - 1, head_end - 1, -1):
+        if total + rows[i].token_count > limit and n - i >= floor:
+            break
+        total += rows[i].token_count
+        start = i
+    return start
+
+
+def _lean_start(rows: list[Message], head_end: int, budget: int, protect_last_n: int) -> int:
+    """Hermes's token-budget tail walk (context_compressor._find_tail_cut_by_tokens): whole
+    messages from the end while they fit 1.5x the budget, keeping at least
+    max(3, min(protect_last_n, 8)) messages (but leaving two to summarise); when everything
+    after the head fits, walk again with the plain budget so there is still a middle."""
+    available = len(rows) - head_end - 1
+    floor = (
+        min(max(3, min(protect_last_n, LEAN_MESSAGE_FLOOR)), max(3, available - 2), available)
+        if available > 1
+        else 0
+    )
+    start = _walk(rows, head_end, int(budget * LEAN_SOFT_CEILING), floor)
+    if start <= head_end:
+        start = _walk(rows, head_end, budget, floor)
+    return min(start, len(rows) - floor)
+
+
 def select(
     live: list[Message],
     *,
     protect_first_n: int,
     protect_last_n: int,
     min_tail_user_messages: int,
+    tail_budget_tokens: int | None = None,
 ) -> Selection:
+    """``tail_budget_tokens`` None: the tail is the last ``protect_last_n`` messages (the
+    seed); else Hermes's lean tail for that many tokens. Either way grown back to whole tool
+    groups and to ``min_tail_user_messages`` real user messages."""
     rows = list(live)
     head_end = 0
     if rows and rows[0].role == Message.Role.SYSTEM and not rows[0].is_summary:
@@ -107,7 +144,10 @@ def select(
     if anchors and anchors[-1] >= head_end:
         head_end = _align_head_end(rows, anchors[-1] + 1)
 
-    tail_start = max(head_end, len(rows) - protect_last_n)
+    if tail_budget_tokens is None:
+        tail_start = max(head_end, len(rows) - protect_last_n)
+    else:
+        tail_start = max(head_end, _lean_start(rows, head_end, tail_budget_tokens, protect_last_n))
     users = sum(1 for m in rows[tail_start:] if _is_real_user(m))
     while users < min_tail_user_messages and tail_start > head_end:
         tail_start -= 1

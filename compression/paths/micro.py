@@ -22,8 +22,8 @@ from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, archive_under, replace_with_summary
 from compression.engine.compress import _claim, _release
 from compression.engine.fallback import local_summary
-from compression.engine.selection import select
 from compression.engine.summarizer import SummaryFailed, summarize, vet
+from compression.engine.tail import select_live
 from compression.events import record_event
 from compression.models import CompressionEvent
 from hermes_site.config import get_config
@@ -95,12 +95,7 @@ def _fold(session: Session, config) -> MicroResult:
     started = time.monotonic()
     session.refresh_from_db()
     live = live_rows(session)
-    selection = select(
-        live,
-        protect_first_n=config.protect_first_n,
-        protect_last_n=config.protect_last_n,
-        min_tail_user_messages=config.min_tail_user_messages,
-    )
+    selection = select_live(live, config, session.context_window)
     # The rolling summary is the run of summaries the middle starts with; the turn to fold is the
     # oldest one after it, before any later summary (a local compression's), so the new summary
     # takes the rolling summary's place and the order of the live context never changes.

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from compression.engine.compress import _claim, _release
 from compression.engine.hooks import target_for
-from compression.engine.selection import select
+from compression.engine.tail import select_live
 from compression.events import record_event
 from compression.models import CompressionEvent
 from hermes_site.config import get_config
@@ -197,12 +197,7 @@ def prune(session: Session, trigger: str, threshold: int | None = None) -> Prune
 
 
 def _prune_locked(session: Session, config) -> PruneResult:
-    selection = select(
-        live_rows(session),
-        protect_first_n=config.protect_first_n,
-        protect_last_n=config.protect_last_n,
-        min_tail_user_messages=config.min_tail_user_messages,
-    )
+    selection = select_live(live_rows(session), config, session.context_window)
     middle = [row for row in selection.middle if not row.is_summary]
     changes = plan(middle, selection.tail, config.proactive_prune_min_result_chars)
     before = session.live_tokens
