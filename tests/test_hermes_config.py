@@ -255,3 +255,41 @@ def test_the_service_starts_on_a_real_hermes_config(name, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
+
+
+def test_hermess_documented_model_thresholds_resolve_as_hermes_resolves_them():
+    # Hermes's own example (developer-guide "Per-model threshold overrides").
+    overrides = [
+        _override("glm-5.2", 0.40),
+        _override("glm-5.2-1M", 0.25),
+        _override("claude-sonnet", 0.35),
+        _override("openai-codex:astra", 0.85),
+    ]
+    assert match_override("glm-5.2-1M", overrides).ratio == 0.25  # longest substring wins
+    assert match_override("glm-5.2", overrides).ratio == 0.40
+    assert match_override("gpt-6-astra", overrides, "openai-codex").ratio == 0.85
+    assert match_override("gpt-6-astra", overrides, "openrouter") is None  # scoped: that route only
+    # Ranking uses the model substring only: "astra-900k" beats the scoped "astra"...
+    picker = [*overrides, _override("astra-900k", 0.5)]
+    assert match_override("gpt-6-astra-900k", picker, "openai-codex").ratio == 0.5
+    # ...and a scoped key beats a bare key with the identical substring.
+    same = [_override("astra", 0.6), _override("openai-codex:astra", 0.85)]
+    assert match_override("gpt-6-astra", same, "openai-codex").ratio == 0.85
+    assert match_override("gpt-6-astra", same, "nous").ratio == 0.6
+
+
+def test_threshold_tokens_caps_the_trigger_with_hermess_numbers():
+    capped = CompressionConfig(threshold_tokens=256_000)
+    plain = CompressionConfig()
+    # "a 1M window compacts at 256K instead of 500K"
+    assert compute_threshold("glm-5.2", 1_000_000, plain).tokens == 500_000
+    assert compute_threshold("glm-5.2", 1_000_000, capped).tokens == 256_000
+    # The cap survives a switch to a smaller window (400K: 75% = 300K, capped to 256K)...
+    assert compute_threshold("glm-5.2", 400_000, capped).tokens == 256_000
+    # ...and a cap above what the window reaches changes nothing: the ratio result stands.
+    huge = CompressionConfig(threshold_tokens=2_000_000)
+    assert (
+        compute_threshold("gpt-4o", 128_000, huge).tokens
+        == compute_threshold("gpt-4o", 128_000, plain).tokens
+        == 96_000
+    )
