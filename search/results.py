@@ -147,7 +147,8 @@ class Bookmark:
 
 def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[int, list[Message]]:
     """Each hit with ``size`` messages before and after it (rolled-back rows skipped unless
-    asked), fetched for all hits in one query: a window per hit would be two queries each."""
+    asked; notices, which are not conversation, always), fetched for all hits in one query: a
+    window per hit would be two queries each."""
     if not hits:
         return {}
     slack = size + 1  # room for a rolled-back row inside the range; more falls back to exact
@@ -158,7 +159,7 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
     for hit in hits:
         parts.append(
             f"SELECT {', '.join(Nearby.COLUMNS)} FROM {Message._meta.db_table} "
-            "WHERE session_id = %s AND position BETWEEN %s AND %s"
+            "WHERE session_id = %s AND position BETWEEN %s AND %s AND NOT is_notice"
         )
         params += [
             session_field.get_db_prep_value(hit.session_id, connection),
@@ -204,7 +205,8 @@ def order_key(row: Message | Nearby) -> tuple[int, int, int]:
 def _window_exact(
     hit: Message, size: int, include_rolled_back: bool
 ) -> tuple[list[Message], list[Message]]:
-    rows = Message.objects.filter(session_id=hit.session_id).defer("content_parts", "extra")
+    rows = Message.objects.filter(session_id=hit.session_id, is_notice=False)
+    rows = rows.defer("content_parts", "extra")
     if not include_rolled_back:
         rows = rows.exclude(active=False, compressed=False)
     here = order_key(hit)

@@ -181,6 +181,7 @@ class Message(models.Model):
         SUMMARY = "summary"
         ARCHIVED = "archived"
         ROLLED_BACK = "rolled_back", "rolled back"
+        NOTICE = "notice"
 
     class ArchiveReason(models.TextChoices):
         COMPRESSION = "compression"
@@ -190,7 +191,8 @@ class Message(models.Model):
         Kind.LIVE: {"active": True, "is_summary": False},
         Kind.SUMMARY: {"active": True, "is_summary": True},
         Kind.ARCHIVED: {"active": False, "compressed": True},
-        Kind.ROLLED_BACK: {"active": False, "compressed": False},
+        Kind.ROLLED_BACK: {"active": False, "compressed": False, "is_notice": False},
+        Kind.NOTICE: {"is_notice": True},
     }
 
     session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="messages")
@@ -248,6 +250,9 @@ class Message(models.Model):
     # context, in its place, across every compression (with its whole tool-call group).
     pinned = models.BooleanField(default=False)
     is_fallback_summary = models.BooleanField(default=False)
+    # A notice for the channel's user (compression.progress_notices): in the session's history,
+    # never live (so never sent to a model nor counted in live tokens) and never indexed.
+    is_notice = models.BooleanField(default=False)
     # S5: an archived original points at the summary that replaced it; a summary records its range.
     summarized_by = models.ForeignKey(
         "self",
@@ -298,6 +303,10 @@ class Message(models.Model):
                 condition=~Q(role="tool", tool_call_id__isnull=True),
                 name="tool_rows_have_tool_call_id",
             ),
+            models.CheckConstraint(
+                condition=~Q(is_notice=True, active=True) & ~Q(is_notice=True, compressed=True),
+                name="notices_are_never_live_nor_indexed",
+            ),
         ]
         indexes = [
             models.Index(fields=["session", "active", "position"], name="msg_live_idx"),
@@ -336,9 +345,15 @@ class Message(models.Model):
 
     @property
     def kind(self) -> str:
-        if self.active:
-            return self.Kind.SUMMARY if self.is_summary else self.Kind.LIVE
-        return self.Kind.ARCHIVED if self.compressed else self.Kind.ROLLED_BACK
+        return self.kind_of(self.active, self.compressed, self.is_summary, self.is_notice)
+
+    @classmethod
+    def kind_of(cls, active: bool, compressed: bool, is_summary: bool, is_notice: bool) -> str:
+        if active:
+            return cls.Kind.SUMMARY if is_summary else cls.Kind.LIVE
+        if is_notice:
+            return cls.Kind.NOTICE
+        return cls.Kind.ARCHIVED if compressed else cls.Kind.ROLLED_BACK
 
     def as_openai(self) -> dict:
         """The message as the chat-completions API expects it, as the live context sends it

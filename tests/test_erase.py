@@ -215,7 +215,7 @@ def test_the_audit_entry_says_who_what_and_how_many_never_the_content(chain):
     session, continuation, _ = chain
     counts = {
         kind: Message.objects.filter(session__in=[session, continuation]).of_kind(kind).count()
-        for kind in ("live", "summary", "archived", "rolled_back")
+        for kind in Message.Kind.values
     }
     events = CompressionEvent.objects.filter(session__in=[session, continuation]).count()
     run("erase", "--external-id", "chat-77", "--channel", "telegram", "--yes")

@@ -52,7 +52,7 @@ def test_the_storage_report_counts_messages_by_kind_and_by_channel(make_gateway)
     data = json.loads(_command("storage", "--json"))
 
     expected = {kind: Message.objects.of_kind(kind).count() for kind in Message.Kind.values}
-    assert expected == {"live": 6, "summary": 0, "archived": 4, "rolled_back": 2}
+    assert expected == {"live": 6, "summary": 0, "archived": 4, "rolled_back": 2, "notice": 0}
     assert data["messages"] == {"messages": 12, **expected}
     channels = {c["channel"]: c for c in data["channels"]}
     assert channels["telegram"] == {
@@ -64,6 +64,7 @@ def test_the_storage_report_counts_messages_by_kind_and_by_channel(make_gateway)
         "summary": 0,
         "archived": 4,
         "rolled_back": 2,
+        "notice": 0,
     }
     assert channels["discord"]["messages"] == 3 and channels["discord"]["live"] == 3
     assert data["events"]["table"] == "compression_compressionevent"

@@ -24,7 +24,7 @@ from sessions_app.models import Channel
 
 EVENTS_TABLE = "compression_compressionevent"
 SESSION_TABLE = "sessions_app_session"
-KINDS = {**KIND_SQL, "rolled_back": ROLLED_BACK}
+KINDS = {**KIND_SQL, "rolled_back": ROLLED_BACK, "notice": "(m.is_notice)"}
 # An FTS5 table's shadow tables: search_fts_words_data, ..._idx, ..._docsize, ..._config.
 _NAMES = "|".join(fts.INDEXES)
 _SHADOW = re.compile(rf"^(search_fts_(?:{_NAMES})(?:_recent)?)_[a-z]+$")

@@ -18,7 +18,7 @@ KIND_SQL = {
     "archived": "(m.compressed)",
 }
 INDEXED = "(m.active OR m.compressed)"
-ROLLED_BACK = "(NOT m.active AND NOT m.compressed)"
+ROLLED_BACK = "(NOT m.active AND NOT m.compressed AND NOT m.is_notice)"
 
 
 def like_pattern(needle: str) -> str:

@@ -90,7 +90,7 @@ def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
 
 
 class MessageListQuery(Schema):
-    kind: Literal["live", "summary", "archived", "rolled_back"] = None
+    kind: Literal["live", "summary", "archived", "rolled_back", "notice"] = None
     after: int = Field(None, ge=-1, le=2**31, description="Return rows after this position.")
     limit: int = Field(100, ge=1, le=1000)
     model_config = ConfigDict(extra="forbid")

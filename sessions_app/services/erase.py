@@ -357,7 +357,7 @@ def _delete_batch(entry, sid, batch, dependents, progress, atomic: bool = True) 
     with transaction.atomic() if atomic else nullcontext():
         rows = list(
             Message.objects.filter(session_id=sid).values_list(
-                "id", "active", "compressed", "is_summary"
+                "id", "active", "compressed", "is_summary", "is_notice"
             )[:batch]
         )
         if not rows:
@@ -369,12 +369,7 @@ def _delete_batch(entry, sid, batch, dependents, progress, atomic: bool = True) 
         Message.objects.filter(continues__in=message_ids).update(continues=None)
         related = _delete_related(entry, None, dependents, Message, message_ids)
         Message.objects.filter(pk__in=message_ids)._raw_delete(connection.alias)
-        kinds = Counter(
-            (Message.Kind.SUMMARY if summary else Message.Kind.LIVE)
-            if active
-            else (Message.Kind.ARCHIVED if compressed else Message.Kind.ROLLED_BACK)
-            for _, active, compressed, summary in rows
-        )
+        kinds = Counter(Message.kind_of(*flags) for _, *flags in rows)
         details = _locked(entry)
         for kind, n in kinds.items():
             details["deleted"]["messages"][kind] += n

@@ -20,8 +20,8 @@ def size(n: int) -> str:
 class Command(BaseCommand):
     help = (
         "Report the database's size, each table's, index's and search index's size, messages "
-        "by kind (live, summary, archived, rolled back) and by channel, and the compression "
-        "events table. Counting reads the whole messages table once."
+        "by kind (live, summary, archived, rolled back, notice) and by channel, and the "
+        "compression events table. Counting reads the whole messages table once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
