@@ -67,6 +67,9 @@ class CompressOut(Schema):
     needs_confirmation: bool = False
     live_tokens: int | None = None
     live_messages: int | None = None
+    notice: str | None = Field(
+        None, description="With compression.progress_notices: the notice row's text for the user."
+    )
     error: str | None = None
 
 

@@ -73,6 +73,7 @@ def result_dict(result: CompressionResult) -> dict[str, Any]:
         "needs_confirmation": result.needs_confirmation,
         "live_tokens": result.session.live_tokens,
         "live_messages": result.session.live_messages,
+        "notice": result.notice.content if result.notice else None,
     }
 
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from compression.engine import checkpoint, hooks
+from compression.engine import checkpoint, hooks, notice
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.continuation import continue_in_new_session
@@ -59,6 +59,7 @@ class CompressionResult:
     session: Session
     passes: list[PassResult] = field(default_factory=list)
     continued_in: Session | None = None
+    notice: Message | None = None  # progress_notices: the row telling the user
 
     @property
     def outcome(self) -> str:
@@ -191,6 +192,7 @@ def compress(
     finally:
         if claim is not None:
             _release(session, claim)
+    result.notice = notice.announce(session, result.passes, trigger, result.continued_in)
     return result
 
 

@@ -1,0 +1,52 @@
+"""``compression.progress_notices``: after a compression run that wrote a summary (any trigger,
+manual ones too), one notice row tells the channel's user what it covered and how to find the
+originals again. The row is history, never context (sessions_app.services.notices)."""
+
+from __future__ import annotations
+
+import logging
+
+from compression.models import CompressionEvent
+from hermes_site.config import get_config
+from sessions_app.models import Message, Session
+from sessions_app.services.notices import add_notice
+
+logger = logging.getLogger(__name__)
+WROTE = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
+
+
+def notice_text(session: Session, passes: list, trigger: str) -> str | None:
+    """What the notice says about the run's ``passes`` (compress.PassResult), or None when
+    none wrote a summary."""
+    written = [p for p in passes if p.outcome in WROTE and p.summary is not None]
+    if not written:
+        return None
+    first = min(p.summary.covers_from_position for p in written)
+    last = max(p.summary.covers_to_position for p in written)
+    before, after = written[0].event.tokens_before, written[-1].event.tokens_after
+    why = (
+        CompressionEvent.Trigger(trigger).label if trigger in CompressionEvent.Trigger else trigger
+    )
+    return (
+        f"Context compressed ({why}): messages #{first} to #{last} are now a summary; the live "
+        f"context went from {before:,} to {after:,} tokens. Nothing was deleted: search them "
+        f"with GET /api/v1/search?session={session.pk}&q=… or the session_search tool "
+        f"(around: {first})."
+    )
+
+
+def announce(
+    session: Session, passes: list, trigger: str, continued_in: Session | None = None
+) -> Message | None:
+    """Write the notice when ``progress_notices`` is on, in the session the conversation goes
+    on in; a failure here never fails the run (the compression is done)."""
+    if not get_config().compression.progress_notices:
+        return None
+    text = notice_text(session, passes, trigger)
+    if text is None:
+        return None
+    try:
+        return add_notice(continued_in or session, text)
+    except Exception:  # a lost notice is only logged
+        logger.exception("progress notice for session %s not written", session.pk)
+        return None
