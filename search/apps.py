@@ -1,6 +1,6 @@
 import logging
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.db import connections, transaction
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
@@ -48,7 +48,13 @@ class SearchConfig(AppConfig):
     def ready(self) -> None:
         # Every SQLite connection gets the function the index triggers call.
         connection_created.connect(_register, dispatch_uid="hermes-search-functions")
-        post_migrate.connect(_ensure_indexes, sender=self, dispatch_uid="hermes-search-indexes")
+        # Django sends post_migrate only to apps with a models module, which search has not:
+        # listen for the app whose table the triggers are on.
+        post_migrate.connect(
+            _ensure_indexes,
+            sender=apps.get_app_config("sessions_app"),
+            dispatch_uid="hermes-search-indexes",
+        )
         from search import erase
         from sessions_app.hooks import register_erase
 

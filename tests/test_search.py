@@ -579,3 +579,28 @@ def test_the_search_triggers_survive_every_migration_of_the_messages_table():
         pytest.skip("SQLite only: PostgreSQL's indexes are not triggers")
     with connection.cursor() as cursor:
         assert fts.triggers_present(cursor)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_migrate_puts_back_search_triggers_a_table_rebuild_dropped():
+    """The safety net for the next migration that makes SQLite rebuild the messages table:
+    post_migrate (sent for sessions_app: search has no models module) recreates the triggers
+    and refills the indexes, so messages stay findable."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL's indexes are not triggers")
+    from django.core.management import call_command
+
+    from sessions_app.keys import create_channel
+
+    session = services.open_session(create_channel("rebuilt")[0], model="gpt-4o").session
+    services.append_messages(session, [{"role": "user", "content": "quokka sighting"}])
+    with connection.cursor() as cursor:
+        for trigger in fts.TRIGGERS:
+            cursor.execute(f"DROP TRIGGER {trigger}")
+        assert not fts.triggers_present(cursor)
+    call_command("migrate", verbosity=0)
+    with connection.cursor() as cursor:
+        assert fts.triggers_present(cursor)
+    services.append_messages(session, [{"role": "user", "content": "wombat sighting"}])
+    found = {h.message.content for h in search("sighting", Filters()).hits}
+    assert found == {"quokka sighting", "wombat sighting"}
