@@ -363,7 +363,7 @@ class HermesConfig(_Block):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     keys: KeysConfig = Field(default_factory=KeysConfig)
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    memory_blocks: MemoryConfig = Field(default_factory=MemoryConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
 
 

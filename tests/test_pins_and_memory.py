@@ -209,16 +209,16 @@ def test_another_channel_neither_sees_nor_edits_these_blocks(gateway, make_gatew
 
 
 def test_bad_memory_input_is_refused_with_a_reason_and_changes_nothing(gateway, hermes_config):
-    hermes_config(memory={"block_max_chars": 100, "max_blocks": 2})
+    hermes_config(memory_blocks={"block_max_chars": 100, "max_blocks": 2})
     sid = gateway.open(system_prompt="sys")["id"]
     tokens = Session.objects.get(pk=sid).live_tokens
     too_long = gateway.put(f"/sessions/{sid}/memory/notes", {"text": "x" * 101})
     assert too_long.status_code == 422
-    assert "memory.block_max_chars" in too_long.json()["detail"]
+    assert "memory_blocks.block_max_chars" in too_long.json()["detail"]
     for label in ("a", "b"):
         assert gateway.put(f"/memory/{label}", {"text": "ok"}).status_code == 201
     third = gateway.put("/memory/c", {"text": "ok"})
-    assert third.status_code == 422 and "memory.max_blocks" in third.json()["detail"]
+    assert third.status_code == 422 and "memory_blocks.max_blocks" in third.json()["detail"]
     bad_label = gateway.put("/memory/-nope", {"text": "ok"})
     assert bad_label.status_code == 422
     assert MemoryBlock.objects.count() == 2

@@ -23,7 +23,7 @@ Position = Annotated[int, Path(description="The message's position.", ge=0)]
 
 
 class BlockIn(Schema):
-    text: str = Field(description="The block's text (at most memory.block_max_chars).")
+    text: str = Field(description="The block's text (at most memory_blocks.block_max_chars).")
     model_config = ConfigDict(extra="forbid")
 
 

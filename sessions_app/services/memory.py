@@ -109,11 +109,11 @@ def check_block(label: str, text: str) -> None:
         )
     if not isinstance(text, str):
         raise InvalidInput("text must be a string.")
-    limit = get_config().memory.block_max_chars
+    limit = get_config().memory_blocks.block_max_chars
     if len(text) > limit:
         raise InvalidInput(
             f"text is {len(text):,} characters; a memory block holds at most {limit:,} "
-            "(memory.block_max_chars). Shorten it or split it into blocks."
+            "(memory_blocks.block_max_chars). Shorten it or split it into blocks."
         )
     check_text({"label": label, "text": text}, "memory block")
 
@@ -152,11 +152,11 @@ def set_block(owner: Owner, label: str, text: str) -> tuple[MemoryBlock, bool]:
     existing = owner.blocks().select_for_update().filter(label=label).first()
     tokens = block_tokens(label, text)
     if existing is None:
-        limit = get_config().memory.max_blocks
+        limit = get_config().memory_blocks.max_blocks
         if owner.blocks().count() >= limit:
             raise InvalidInput(
                 f"this {'session' if owner.session else 'channel'} has {limit} memory blocks "
-                "already (memory.max_blocks); delete one or write into an existing block."
+                "already (memory_blocks.max_blocks); delete one or write into an existing block."
             )
         block = MemoryBlock.objects.create(
             channel=None if owner.session else owner.channel,
