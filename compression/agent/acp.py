@@ -2,13 +2,15 @@
 this service over stdio as they would to a coding agent. ``manage.py acp`` runs it.
 
 * ``session/new`` opens a session in the adapter's channel (the ACP session id is ours);
-* ``session/prompt`` runs the same turn service as ``POST /api/v1/sessions/{id}/turn`` (hygiene,
-  preflight, the model call, the reply stored, the post-call check) and streams the reply back
-  as an agent message;
+* ``session/prompt`` runs the same turn service as ``POST /api/v1/sessions/{id}/turn`` with
+  ``"stream": true`` (hygiene, preflight, the model call, the reply stored, the post-call check)
+  and passes the reply on as the model writes it, one ``agent_message_chunk`` per piece;
 * ``/compress [focus]`` is advertised as a slash command and compresses the session now
   (trigger ``manual_acp``, ignoring cooldown and anti-thrash), answering with what it did;
-* ``session/cancel`` is honoured at the end of the turn: the model call already in flight is not
-  interrupted (its reply is stored like any other), but the prompt answers ``cancelled``.
+* ``session/cancel`` answers the running prompt ``cancelled`` at once and stops the turn at the
+  model's next piece, as a streamed turn whose client went away: the user's message stays, the
+  reply cut off is kept rolled back (searchable, never in the live context). The session's next
+  prompt waits until the turn has stopped, so turns never interleave.
 
 The Django ORM is synchronous: each turn runs in a worker thread, closing its database
 connection when done, so the event loop keeps answering (cancel, further sessions).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 from uuid import UUID
 
@@ -40,7 +43,7 @@ from acp.schema import (
 )
 from django.db import close_old_connections, connections
 
-from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, run_turn
+from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, turn_steps
 from compression.models import CompressionEvent
 from sessions_app.models import Channel, Session
 from sessions_app.services import ServiceError, open_session
@@ -93,10 +96,9 @@ class HermesAcpAgent:
         self.model = model
         self.system_prompt = system_prompt
         self._conn: Any = None
-        # One prompt at a time per session (turns must not interleave), each with its own
-        # cancel flag.
+        # One prompt at a time per session (turns must not interleave); the running one's turn.
         self._locks: dict[str, asyncio.Lock] = {}
-        self._cancelled: dict[str, asyncio.Event] = {}
+        self._turns: dict[str, _Turn] = {}
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -141,34 +143,105 @@ class HermesAcpAgent:
             UUID(session_id)
         except (TypeError, ValueError):
             raise RequestError.resource_not_found(session_id) from None
-        async with self._locks.setdefault(session_id, asyncio.Lock()):
-            cancelled = self._cancelled[session_id] = asyncio.Event()
-            return await self._turn(session_id, text, cancelled)
-
-    async def _turn(self, session_id: str, text: str, cancelled: asyncio.Event) -> PromptResponse:
-        def turn() -> str:
-            session = Session.objects.filter(pk=session_id, channel=self.channel).first()
-            if session is None:
-                raise RequestError.resource_not_found(session_id)
-            result = run_turn(session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP)
-            if result.command is not None:  # the message was /compress [focus]
-                return describe_compression(result.command)
-            return (result.reply.content or "") if result.reply else ""
-
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        await lock.acquire()
+        turn = self._turns[session_id] = _Turn(asyncio.get_running_loop())
+        work = asyncio.ensure_future(_in_thread(self._run, session_id, text, turn))
+        work.add_done_callback(lambda _: turn.queue.put_nowait(_DONE))
         try:
-            reply = await _in_thread(turn)
+            return await self._relay(session_id, turn, work)
+        finally:
+            turn.stop.set()  # a no-op unless the prompt ended early (cancelled, connection gone)
+            if self._turns.get(session_id) is turn:
+                del self._turns[session_id]
+            # The lock is held until the worker has stopped, even after a cancel was answered.
+            if work.done():
+                lock.release()
+            else:
+                work.add_done_callback(lambda done: _release_after(lock, done))
+
+    async def _relay(self, session_id: str, turn: _Turn, work: asyncio.Future) -> PromptResponse:
+        """Pass the turn's pieces on as they come; answer when it ends or is cancelled."""
+        while (item := await turn.queue.get()) is not _DONE:
+            if item is _CANCELLED:
+                return PromptResponse(stop_reason="cancelled")
+            await self._conn.session_update(session_id=session_id, update=item)
+        try:
+            said = work.result()
         except (ChatUnavailable, ChatFailed) as exc:
             raise RequestError.internal_error({"detail": exc.message}) from None
         except ServiceError as exc:
             raise RequestError.invalid_params({"detail": exc.message}) from None
-        if cancelled.is_set():
+        if turn.stop.is_set():
             return PromptResponse(stop_reason="cancelled")
-        await self._conn.session_update(
-            session_id=session_id, update=update_agent_message(text_block(reply))
-        )
+        if said:
+            await self._conn.session_update(
+                session_id=session_id, update=update_agent_message(text_block(said))
+            )
         return PromptResponse(stop_reason="end_turn")
 
+    def _run(self, session_id: str, text: str, turn: _Turn) -> str:
+        """The turn, in the worker thread: each piece of the reply goes to ``turn`` as the model
+        writes it. Returns what is left to say at the end (what ``/compress`` did; a reply that
+        came whole, as the Responses API's), or "" when it was streamed or cancelled."""
+        session = Session.objects.filter(pk=session_id, channel=self.channel).first()
+        if session is None:
+            raise RequestError.resource_not_found(session_id)
+        steps = turn_steps(session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP)
+        streamed = False
+        try:
+            while not turn.stop.is_set():
+                try:
+                    event = next(steps)
+                except StopIteration as done:
+                    result = done.value
+                    break
+                if event["event"] == "delta":
+                    streamed = True
+                    turn.put(update_agent_message(text_block(event["content"])))
+            else:
+                return ""
+        finally:
+            steps.close()  # cut short: the user's message stays, a partial reply is rolled back
+        if result.command is not None:  # the message was /compress [focus]
+            return describe_compression(result.command)
+        if streamed or result.reply is None:
+            return ""
+        return result.reply.content or ""
+
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        event = self._cancelled.get(session_id)
-        if event is not None:
-            event.set()
+        turn = self._turns.get(session_id)
+        if turn is not None:
+            turn.cancel()
+
+
+_DONE = object()  # the worker thread has finished (its result is on the future)
+_CANCELLED = object()  # session/cancel arrived
+
+
+class _Turn:
+    """A running prompt: the pieces its worker thread streams, and the cancel it watches."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.stop = threading.Event()
+
+    def put(self, item: Any) -> None:
+        """From the worker thread."""
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def cancel(self) -> None:
+        """On the event loop."""
+        self.stop.set()
+        self.queue.put_nowait(_CANCELLED)
+
+
+def _release_after(lock: asyncio.Lock, work: asyncio.Future) -> None:
+    """A turn that went on after its prompt was answered has stopped: free the session."""
+    lock.release()
+    error = None if work.cancelled() else work.exception()
+    if error is not None and not isinstance(
+        error, (ChatFailed, ChatUnavailable, ServiceError, RequestError)
+    ):
+        logger.error("an ACP turn failed after its prompt was answered", exc_info=error)
