@@ -50,6 +50,7 @@ def run_client(env: dict[str, str], cwd: Path, prompts: list[dict]) -> list[dict
     )
     errors = [r for r in records if r["kind"] == "error"]
     assert not errors, (errors, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]  # the editor's agent log
     return records
 
 
@@ -161,7 +162,16 @@ def test_the_official_client_initialises_streams_a_reply_and_compresses_with_a_f
 
 
 @needs_client
-def test_a_prompt_cancelled_mid_reply_stops_cancelled_and_the_session_goes_on(tmp_path, models):
+@pytest.mark.parametrize(
+    "how",
+    [
+        "session",  # session/cancel, as ACP's prompt turn defines it
+        "request",  # $/cancel_request for the prompt's id: the SDK's cancellationSignal
+    ],
+)
+def test_a_prompt_cancelled_mid_reply_stops_cancelled_and_the_session_goes_on(
+    tmp_path, models, how
+):
     chat, summariser = models
     chat.script.queue.append(Reply(REPLY))
     chat.script.queue.append(Reply(SLOW, chunks=12, chunk_delay=0.4))
@@ -171,6 +181,7 @@ def test_a_prompt_cancelled_mid_reply_stops_cancelled_and_the_session_goes_on(tm
             "text": "Explain it at length.",
             "cancelAfterChunks": 2,
             "cancelAfterMs": 8000,
+            "how": how,
         },
         {"text": "Short version, please."},
     ]

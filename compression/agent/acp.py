@@ -10,7 +10,8 @@ this service over stdio as they would to a coding agent. ``manage.py acp`` runs 
 * ``session/cancel`` answers the running prompt ``cancelled`` at once and stops the turn at the
   model's next piece, as a streamed turn whose client went away: the user's message stays, the
   reply cut off is kept rolled back (searchable, never in the live context). The session's next
-  prompt waits until the turn has stopped, so turns never interleave.
+  prompt waits until the turn has stopped, so turns never interleave. ``$/cancel_request`` for a
+  prompt means the same.
 
 The Django ORM is synchronous: each turn runs in a worker thread, closing its database
 connection when done, so the event loop keeps answering (cancel, further sessions).
@@ -49,6 +50,7 @@ from sessions_app.models import Channel, Session
 from sessions_app.services import ServiceError, open_session
 
 logger = logging.getLogger(__name__)
+CANCEL_REQUEST = "$/cancel_request"
 
 COMMANDS = [
     AvailableCommand(
@@ -99,6 +101,27 @@ class HermesAcpAgent:
         # One prompt at a time per session (turns must not interleave); the running one's turn.
         self._locks: dict[str, asyncio.Lock] = {}
         self._turns: dict[str, _Turn] = {}
+        self._prompts: dict[Any, str] = {}  # JSON-RPC id of a session/prompt -> its session
+
+    def observe(self, event: Any) -> None:
+        """A stream observer (it sees every raw message): ACP's protocol-level
+        ``$/cancel_request`` names a request id, and the SDK does not route it. For a prompt it
+        is that prompt's ``session/cancel`` (the official TypeScript client sends it when a
+        prompt's cancellation signal is aborted)."""
+        message = event.message
+        if not isinstance(message, dict):
+            return
+        method, params = message.get("method"), message.get("params")
+        if event.direction != "incoming":
+            if method is None and "id" in message:  # our answer: that request is over
+                self._prompts.pop(message["id"], None)
+        elif method == "session/prompt" and "id" in message and isinstance(params, dict):
+            self._prompts[message["id"]] = str(params.get("sessionId"))
+        elif method == CANCEL_REQUEST and isinstance(params, dict):
+            session_id = self._prompts.get(params.get("requestId"))
+            turn = self._turns.get(session_id) if session_id else None
+            if turn is not None:
+                turn.cancel()
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn

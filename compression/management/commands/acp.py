@@ -9,6 +9,7 @@ An editor starts it as its agent, for example in Zed's settings::
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 
@@ -33,6 +34,14 @@ async def _protocol_streams() -> tuple[asyncio.StreamWriter, asyncio.StreamReade
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return writer, reader
+
+
+class _SeenCancelRequest(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.msg == "Unhandled error while handling notification method=%s"
+            and record.args == ("$/cancel_request",)
+        )
 
 
 class Command(BaseCommand):
@@ -75,6 +84,12 @@ class Command(BaseCommand):
         async def serve() -> None:
             writer, reader = await _protocol_streams()
             # acp's naming: input_stream is what the agent writes, output_stream what it reads.
-            await run_agent(agent, input_stream=writer, output_stream=reader)
+            await run_agent(
+                agent, input_stream=writer, output_stream=reader, observers=[agent.observe]
+            )
+
+        # The SDK answers $/cancel_request (handled by agent.observe) as an unknown method and
+        # logs that with a traceback; the editor's log needs neither.
+        logging.getLogger().addFilter(_SeenCancelRequest())
 
         asyncio.run(serve())
