@@ -162,6 +162,29 @@ def test_the_official_client_initialises_streams_a_reply_and_compresses_with_a_f
 
 
 @needs_client
+def test_a_resource_link_in_a_prompt_reaches_the_model_as_a_link(tmp_path, models):
+    """ACP's baseline: every agent takes text and resource_link blocks in a prompt (an editor's
+    @-mention of a file). We cannot read the file (no fs capability is asked for), but the
+    model is told which one the user means."""
+    chat, summariser = models
+    link = {"type": "resource_link", "uri": f"file://{tmp_path}/cache.py", "name": "cache.py"}
+    prompts = [
+        {"blocks": [{"type": "text", "text": "Why is "}, link, {"type": "text", "text": " slow?"}]},
+        {"blocks": [link]},
+    ]
+    with isolated_env(tmp_path, sections=_sections(chat, summariser)) as env:
+        records = run_client(env, tmp_path, prompts)
+        sid = records[1]["response"]["sessionId"]
+        rows = session_rows(env, sid)
+
+    assert [stop_reason(records, 0), stop_reason(records, 1)] == ["end_turn", "end_turn"]
+    said = f"[@cache.py](file://{tmp_path}/cache.py)"
+    assert chat.requests[0].body["messages"][-1]["content"] == f"Why is {said} slow?"
+    assert chat.requests[1].body["messages"][-1]["content"] == said
+    assert [r[1] for r in rows if r[0] == "user"] == [f"Why is {said} slow?", said]
+
+
+@needs_client
 @pytest.mark.parametrize(
     "how",
     [

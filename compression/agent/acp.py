@@ -4,7 +4,8 @@ this service over stdio as they would to a coding agent. ``manage.py acp`` runs 
 * ``session/new`` opens a session in the adapter's channel (the ACP session id is ours);
 * ``session/prompt`` runs the same turn service as ``POST /api/v1/sessions/{id}/turn`` with
   ``"stream": true`` (hygiene, preflight, the model call, the reply stored, the post-call check)
-  and passes the reply on as the model writes it, one ``agent_message_chunk`` per piece;
+  and passes the reply on as the model writes it, one ``agent_message_chunk`` per piece; the
+  prompt's text blocks and resource links (ACP's baseline) make the user's message;
 * ``/compress [focus]`` is advertised as a slash command and compresses the session now
   (trigger ``manual_acp``, ignoring cooldown and anti-thrash), answering with what it did;
 * ``session/cancel`` answers the running prompt ``cancelled`` at once and stops the turn at the
@@ -39,6 +40,7 @@ from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
     Implementation,
+    ResourceContentBlock,
     TextContentBlock,
     UnstructuredCommandInput,
 )
@@ -73,6 +75,19 @@ def _in_thread(fn, *args, **kwargs):
             connections.close_all()
 
     return asyncio.to_thread(run)
+
+
+def prompt_text(blocks: list) -> str:
+    """The user's message: the text blocks, and each resource link (ACP's baseline, with text:
+    an editor's @-mention of a file) as a Markdown link -- the file itself is not read (no
+    ``fs`` capability is asked for), but the model knows which one is meant."""
+    parts = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[@{block.title or block.name}]({block.uri})")
+    return "".join(parts).strip()
 
 
 def describe_compression(result) -> str:
@@ -159,9 +174,11 @@ class HermesAcpAgent:
         )
 
     async def prompt(self, session_id: str, prompt: list, **kwargs: Any) -> PromptResponse:
-        text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock)).strip()
+        text = prompt_text(prompt)
         if not text:
-            raise RequestError.invalid_params({"prompt": "send at least one text block"})
+            raise RequestError.invalid_params(
+                {"prompt": "send at least one text or resource_link block"}
+            )
         try:
             UUID(session_id)
         except (TypeError, ValueError):
