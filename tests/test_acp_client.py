@@ -243,3 +243,13 @@ def test_a_prompt_cancelled_mid_reply_stops_cancelled_and_the_session_goes_on(
     last = [m["content"] for m in chat.requests[-1].body["messages"]]
     assert not any(SLOW[:20] in (text or "") for text in last)
     assert last[-2:] == ["Explain it at length.", "Short version, please."]
+
+
+def test_the_tested_sdk_version_is_the_one_the_docs_name():
+    """bin/peers installs what package-lock.json pins; docs/deployment.md must name it."""
+    lock = json.loads((PEERS / "package-lock.json").read_text(encoding="utf-8"))
+    version = lock["packages"]["node_modules/@agentclientprotocol/sdk"]["version"]
+    docs = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    assert f"`@agentclientprotocol/sdk` {version}" in docs
+    if SDK.exists():  # installed: the lockfile's version, not a stale one
+        assert json.loads(SDK.read_text(encoding="utf-8"))["version"] == version
