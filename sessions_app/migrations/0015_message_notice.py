@@ -24,13 +24,20 @@ def add(apps, schema_editor):
         f'ALTER TABLE "sessions_app_message" ADD COLUMN "is_notice" {kind} NOT NULL '
         f"DEFAULT {false}"
     )
-    if not sqlite:
-        schema_editor.add_constraint(apps.get_model("sessions_app", "Message"), CHECK)
+    if not sqlite:  # written out: the model this function is given has no is_notice yet
+        schema_editor.execute(
+            'ALTER TABLE "sessions_app_message" ADD CONSTRAINT '
+            '"notices_are_never_live_nor_indexed" CHECK '
+            '(NOT ("active" AND "is_notice") AND NOT ("compressed" AND "is_notice"))'
+        )
 
 
 def remove(apps, schema_editor):
     if schema_editor.connection.vendor != "sqlite":
-        schema_editor.remove_constraint(apps.get_model("sessions_app", "Message"), CHECK)
+        schema_editor.execute(
+            'ALTER TABLE "sessions_app_message" DROP CONSTRAINT '
+            '"notices_are_never_live_nor_indexed"'
+        )
     schema_editor.execute('ALTER TABLE "sessions_app_message" DROP COLUMN "is_notice"')
 
 
