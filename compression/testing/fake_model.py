@@ -215,13 +215,17 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
 
-    def _stream(self, behaviour: Reply, model: str, *, with_usage: bool = False) -> None:
+    def _start_events(self) -> None:
+        """The head of a server-sent-event answer; the stream ends when the connection closes."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+
+    def _stream(self, behaviour: Reply, model: str, *, with_usage: bool = False) -> None:
+        self._start_events()
 
         def send(delta: dict[str, Any], finish: str | None = None) -> None:
             chunk = {
@@ -275,12 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream_response(self, behaviour: Reply, model: str) -> None:
         """The Responses API's event stream: the finished response's items, the text in deltas."""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._start_events()
         final = _response(behaviour, model)
         started = {**final, "status": "in_progress", "output": [], "usage": None}
 

@@ -1,24 +1,10 @@
-"""Pins (Message.pinned) and memory blocks.
-
-The column is added in place (ALTER TABLE ... ADD COLUMN with a constant default) rather than by
-Django's SQLite path, which rebuilds the messages table for a NOT NULL column: that copies every
-row (minutes at a million) and drops the table's search triggers. On PostgreSQL 11+ the same
-statement only changes the catalogue."""
+"""Pins (Message.pinned) and memory blocks. The column is added in place
+(sessions_app/migrations/_inplace.py: Django's SQLite path would rebuild the messages table)."""
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-
-def add_pinned(apps, schema_editor):
-    kind = "bool" if schema_editor.connection.vendor == "sqlite" else "boolean"
-    false = "0" if schema_editor.connection.vendor == "sqlite" else "false"
-    schema_editor.execute(
-        f'ALTER TABLE "sessions_app_message" ADD COLUMN "pinned" {kind} NOT NULL DEFAULT {false}'
-    )
-
-
-def drop_pinned(apps, schema_editor):
-    schema_editor.execute('ALTER TABLE "sessions_app_message" DROP COLUMN "pinned"')
+from sessions_app.migrations._inplace import add_flag
 
 
 class Migration(migrations.Migration):
@@ -35,7 +21,7 @@ class Migration(migrations.Migration):
                     field=models.BooleanField(default=False),
                 ),
             ],
-            database_operations=[migrations.RunPython(add_pinned, drop_pinned)],
+            database_operations=[migrations.RunPython(*add_flag("pinned"))],
         ),
         migrations.CreateModel(
             name="MemoryBlock",

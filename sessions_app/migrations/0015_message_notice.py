@@ -1,12 +1,13 @@
 """Message.is_notice: the progress notices of ``compression.progress_notices``.
 
-Added in place, as 0014 adds ``pinned`` (Django's SQLite path would rebuild the messages table:
-a copy of every row, and the search triggers dropped with the old table). The check that a notice
-is never live nor indexed is a database constraint on PostgreSQL; SQLite cannot add one to an
-existing table without that rebuild, so there the code that writes notices
+Added in place, as 0014 adds ``pinned`` (sessions_app/migrations/_inplace.py). The check that
+a notice is never live nor indexed is a database constraint on PostgreSQL; SQLite cannot add one
+to an existing table without rebuilding it, so there the code that writes notices
 (compression/engine/notice.py) is what keeps it."""
 
 from django.db import migrations, models
+
+from sessions_app.migrations._inplace import add_flag
 
 CHECK = models.CheckConstraint(
     condition=models.Q(
@@ -17,14 +18,13 @@ CHECK = models.CheckConstraint(
 )
 
 
+ADD_COLUMN, DROP_COLUMN = add_flag("is_notice")
+
+
 def add(apps, schema_editor):
-    sqlite = schema_editor.connection.vendor == "sqlite"
-    kind, false = ("bool", "0") if sqlite else ("boolean", "false")
-    schema_editor.execute(
-        f'ALTER TABLE "sessions_app_message" ADD COLUMN "is_notice" {kind} NOT NULL '
-        f"DEFAULT {false}"
-    )
-    if not sqlite:  # written out: the model this function is given has no is_notice yet
+    ADD_COLUMN(apps, schema_editor)
+    if schema_editor.connection.vendor != "sqlite":
+        # Written out: the model this function would be given has no is_notice yet.
         schema_editor.execute(
             'ALTER TABLE "sessions_app_message" ADD CONSTRAINT '
             '"notices_are_never_live_nor_indexed" CHECK '
@@ -38,7 +38,7 @@ def remove(apps, schema_editor):
             'ALTER TABLE "sessions_app_message" DROP CONSTRAINT '
             '"notices_are_never_live_nor_indexed"'
         )
-    schema_editor.execute('ALTER TABLE "sessions_app_message" DROP COLUMN "is_notice"')
+    DROP_COLUMN(apps, schema_editor)
 
 
 class Migration(migrations.Migration):
