@@ -170,16 +170,22 @@ def _hits(
 ) -> list[Hit]:
     if not ordered:
         return []
-    by_id = Message.objects.select_related("session__channel").in_bulk([pk for pk, _, _ in ordered])
+    # No ordering: the page keeps its own order, and the default one (by session, through its
+    # own ordering) costs a join and a sort in the statement and its compilation.
+    by_id = (
+        Message.objects.select_related("session__channel")
+        .order_by()
+        .in_bulk([pk for pk, _, _ in ordered])
+    )
     # A row carried into a continuation session (in_place: false) and the row it continues say
     # the same thing and rank the same, side by side: the continuation's copy is shown, once --
     # on this page, or on the next one when it is the row just past the page's edge.
     carried_on = {m.continues_id for m in by_id.values() if m.continues_id is not None}
     if edges:
         carried_on.update(
-            Message.objects.filter(pk__in=edges, continues__isnull=False).values_list(
-                "continues_id", flat=True
-            )
+            Message.objects.filter(pk__in=edges, continues__isnull=False)
+            .order_by()
+            .values_list("continues_id", flat=True)
         )
     around = results.windows(list(by_id.values()), window, include_rolled_back)
     hits = []
