@@ -151,13 +151,20 @@ def micro_task(session_id: str) -> dict[str, Any]:
     return {"session_id": session_id, "outcome": result.outcome, "reason": result.reason}
 
 
-def post_compact_task(session_id: str, event_id: int) -> dict[str, Any]:
-    """The post-compact hooks of one compression (queued when its summary committed). Never
-    fails as a task: every attempt is a delivery record, an unexpected error is reported."""
+def post_compact_task(
+    session_id: str,
+    event_id: int,
+    url: str | None = None,
+    attempt: int = 1,
+    delivery_id: str | None = None,
+) -> dict[str, Any]:
+    """The post-compact hooks of one compression (queued when its summary committed), or one
+    retry of one of them (``url``, ``attempt``, ``delivery_id``: scheduled after a failure).
+    Never fails as a task: every attempt is a delivery record, an unexpected error is reported."""
     from compression.engine.checkpoint import deliver_post_compact
 
     try:
-        deliveries = deliver_post_compact(event_id)
+        deliveries = deliver_post_compact(event_id, url, attempt, delivery_id)
     except Exception as exc:
         message = report(exc, f"the post-compact hooks of session {session_id}")
         return {"session_id": session_id, "event_id": event_id, "error": message}
@@ -229,7 +236,7 @@ def erase_task_records(session_ids: list[str]) -> dict[str, int]:
     """Erasure: the queue's records of this app's tasks for these sessions (their arguments
     hold a manual compression's focus text). Each task is named ``<what> <session id>``."""
     from django.db.models import Q
-    from django_q.models import Task
+    from django_q.models import Schedule, Task
 
     if not session_ids:
         return {}
@@ -237,4 +244,9 @@ def erase_task_records(session_ids: list[str]) -> dict[str, int]:
     for sid in session_ids:
         named |= Q(name__endswith=f" {sid}")
     deleted, _ = Task.objects.filter(named).delete()
-    return {"task records": deleted} if deleted else {}
+    # Post-compact retries not yet run: they would send the erased summary out again.
+    pending, _ = Schedule.objects.filter(named).delete()
+    out = {"task records": deleted} if deleted else {}
+    if pending:
+        out["scheduled retries"] = pending
+    return out

@@ -17,6 +17,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from compression.engine.compress import compress
 from compression.models import CompressionEvent, HookDelivery
@@ -416,12 +417,34 @@ def test_the_post_compact_hook_gets_the_summary_and_its_provenance_signed(
     assert delivery.ok and delivery.event == event and delivery.attempt == 1
 
 
+def run_due_retries() -> int:
+    """What the worker's scheduler does every few seconds: start the retries that are due."""
+    from django_q.models import Schedule
+    from django_q.scheduler import scheduler
+
+    pending = list(Schedule.objects.filter(name__startswith="post_compact retry"))
+    if pending:
+        wait = max(s.next_run for s in pending) - timezone.now()
+        time.sleep(max(0.0, wait.total_seconds()) + 0.01)
+        scheduler()  # tasks run in-process under the tests' sync queue
+    return len(pending)
+
+
 def test_a_failed_post_compact_delivery_is_retried_with_backoff(
     hooked, receiver, long_session, django_capture_on_commit_callbacks
 ):
+    from django_q.models import Schedule
+
     receiver.then("ok", 500)  # the pre-compact hook answers, the first post-compact does not
     with django_capture_on_commit_callbacks(execute=True):
         compress(long_session, trigger=Trigger.THRESHOLD_PRE)
+    # The failed attempt did not wait in the worker: its retry is a schedule, due after the
+    # backoff, named after the session (so an erasure takes it).
+    (retry,) = Schedule.objects.filter(name__startswith="post_compact retry")
+    assert retry.name.endswith(f" {long_session.pk}")
+    assert 0 < (retry.next_run - timezone.now()).total_seconds() <= 0.05
+    assert len(receiver.of("/post")) == 1
+    assert run_due_retries() == 1
     first, second = receiver.of("/post")
     assert first.body == second.body and verify(second)  # the same delivery, again
     assert first.headers["X-Hermes-Delivery"] == second.headers["X-Hermes-Delivery"]
@@ -431,19 +454,38 @@ def test_a_failed_post_compact_delivery_is_retried_with_backoff(
         (2, True, 200),
     ]
     assert second.at - first.at >= 0.05  # retry_backoff_seconds before the first retry
+    assert not Schedule.objects.filter(name__startswith="post_compact retry").exists()
 
 
 def test_a_post_compact_hook_that_stays_down_never_undoes_the_compression(
     hooked, receiver, long_session, django_capture_on_commit_callbacks
 ):
-    hooked(post_compact_retries=2, retry_backoff_seconds=0)
+    hooked(post_compact_retries=2, retry_backoff_seconds=0.01)
     receiver.then("ok", 500, 500, 500)
     with django_capture_on_commit_callbacks(execute=True):
         result = compress(long_session, trigger=Trigger.THRESHOLD_PRE)
     assert result.outcome == "fallback"
-    assert [d.ok for d in HookDelivery.objects.filter(kind="post_compact")] == [False] * 3
+    assert run_due_retries() == 1 and run_due_retries() == 1  # attempts 2 and 3
+    assert run_due_retries() == 0  # then it gives up
+    deliveries = HookDelivery.objects.filter(kind="post_compact").order_by("attempt")
+    assert [(d.attempt, d.ok) for d in deliveries] == [(1, False), (2, False), (3, False)]
     assert Message.objects.filter(session=long_session, is_summary=True, active=True).exists()
     assert_consistent(long_session)
+
+
+def test_erasing_a_session_drops_its_pending_post_compact_retries(
+    hooked, receiver, long_session, django_capture_on_commit_callbacks
+):
+    from django_q.models import Schedule
+
+    from compression.tasks import erase_task_records
+
+    receiver.then("ok", 500)
+    with django_capture_on_commit_callbacks(execute=True):
+        compress(long_session, trigger=Trigger.THRESHOLD_PRE)
+    assert Schedule.objects.filter(name__startswith="post_compact retry").count() == 1
+    assert erase_task_records([str(long_session.pk)])["scheduled retries"] == 1
+    assert not Schedule.objects.filter(name__startswith="post_compact retry").exists()
 
 
 def test_without_a_secret_deliveries_go_unsigned(

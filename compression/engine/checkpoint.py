@@ -149,9 +149,13 @@ def post_compact_later(session: Session, event: CompressionEvent) -> None:
     transaction.on_commit(queue, robust=True)
 
 
-def deliver_post_compact(event_id: int) -> list[HookDelivery]:
-    """Deliver ``event``'s summary and provenance to every post-compact URL, each tried up to
-    ``1 + post_compact_retries`` times with exponential backoff (in the worker)."""
+def deliver_post_compact(
+    event_id: int, url: str | None = None, attempt: int = 1, delivery_id: str | None = None
+) -> list[HookDelivery]:
+    """Deliver ``event``'s summary and provenance to every post-compact URL (or, for a retry,
+    to ``url`` again). A failed attempt with retries left is scheduled again after its backoff
+    (``retry_backoff_seconds``, doubled each time) as a one-off schedule, so no worker sleeps
+    through it: a hook that stays down costs one delivery per attempt, not a blocked worker."""
     hooks = get_config().compression.hooks
     event = CompressionEvent.objects.select_related("session__channel", "summary_message").filter(
         pk=event_id
@@ -159,8 +163,13 @@ def deliver_post_compact(event_id: int) -> list[HookDelivery]:
     event = event.first()
     if event is None or event.summary_message is None:
         return []  # erased since, or nothing was written
+    urls = hooks.post_compact if url is None else [u for u in hooks.post_compact if u == url]
+    if not urls:
+        return []  # no longer configured: the retry has nowhere to go
     summary = event.summary_message
+    # Stamped with when the compression landed, so every retry sends the very same body.
     payload = _base(Kind.POST_COMPACT, event.session, event.trigger) | {
+        "timestamp": event.created_at.isoformat(),
         "summary": {
             "message_id": summary.pk,
             "position": summary.position,
@@ -186,25 +195,50 @@ def deliver_post_compact(event_id: int) -> list[HookDelivery]:
         },
     }
     done = []
-    for url in hooks.post_compact:
-        delivery_id = uuid.uuid4()  # one per URL, the same for its retries
-        for attempt in range(1, hooks.post_compact_retries + 2):
-            if attempt > 1:
-                time.sleep(hooks.retry_backoff_seconds * 2 ** (attempt - 2))
-            delivery = _deliver(
-                Kind.POST_COMPACT,
-                url,
-                payload,
-                event.session,
-                event.trigger,
-                event,
-                delivery_id,
-                attempt=attempt,
-            )
-            done.append(delivery)
-            if delivery.ok:
-                break
+    for target in urls:
+        # One delivery id per URL, the same for its retries.
+        delivery_uuid = uuid.UUID(delivery_id) if delivery_id else uuid.uuid4()
+        delivery = _deliver(
+            Kind.POST_COMPACT,
+            target,
+            payload,
+            event.session,
+            event.trigger,
+            event,
+            delivery_uuid,
+            attempt=attempt,
+        )
+        done.append(delivery)
+        if not delivery.ok and attempt <= hooks.post_compact_retries:
+            _retry_later(event, target, attempt + 1, delivery_uuid, hooks.retry_backoff_seconds)
     return done
+
+
+def _retry_later(
+    event: CompressionEvent, url: str, attempt: int, delivery_id: uuid.UUID, backoff: float
+) -> None:
+    """Attempt ``attempt`` of a post-compact delivery, as a one-off schedule the worker's
+    scheduler starts once ``backoff * 2 ** (attempt - 2)`` seconds have passed (the scheduler looks
+    every few seconds, so a retry can come that much later). Named ``… <session id>`` so an
+    erasure takes it with the session."""
+    from django_q.models import Schedule
+    from django_q.tasks import schedule
+
+    session_id = str(event.session_id)
+    try:
+        schedule(
+            "compression.tasks.post_compact_task",
+            session_id,
+            event.pk,
+            url,
+            attempt,
+            str(delivery_id),
+            name=f"post_compact retry {delivery_id} #{attempt} {session_id}",
+            schedule_type=Schedule.ONCE,
+            next_run=timezone.now() + timedelta(seconds=backoff * 2 ** (attempt - 2)),
+        )
+    except Exception as exc:  # the summary stands; the missed retry is on record
+        logger.warning("post-compact retry of event %s not scheduled: %s", event.pk, exc)
 
 
 def _base(kind: str, session: Session, trigger: str) -> dict[str, Any]:
