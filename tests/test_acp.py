@@ -21,6 +21,8 @@ from acp.schema import (  # noqa: E402 - after the skip
     AvailableCommandsUpdate,
     ClientCapabilities,
     Implementation,
+    ToolCallProgress,
+    ToolCallStart,
 )
 
 
@@ -29,12 +31,15 @@ class Editor:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.tools: list[Any] = []
         self.commands: list[Any] = []
         self.commands_seen = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if isinstance(update, AgentMessageChunk):
             self.text.append(update.content.text)
+        elif isinstance(update, (ToolCallStart, ToolCallProgress)):
+            self.tools.append(update)
         elif isinstance(update, AvailableCommandsUpdate):
             self.commands = update.available_commands
             self.commands_seen.set()
@@ -202,3 +207,36 @@ def test_bad_arguments_are_refused_before_serving(tmp_path, args, message):
     assert result.returncode != 0 and message in result.stderr, result.stderr[-500:]
     assert "Traceback" not in result.stderr
     assert result.stdout == "", "nothing but protocol JSON may reach stdout"
+
+
+def test_the_editor_sees_each_search_the_model_makes_and_what_it_found(tmp_path, models):
+    chat, _ = models
+    call = {
+        "id": "call_locker",
+        "type": "function",
+        "function": {"name": "session_search", "arguments": '{"query": "locker code"}'},
+    }
+    chat.then(Reply("Noted: 5521."), Reply(None, tool_calls=[call]), Reply("It is 5521."))
+    sections = f"model:\n  default: gpt-4o\n  base_url: {chat.base_url}\n"
+
+    async def script(conn, editor: Editor):
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="test-editor", version="1"),
+        )
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await _prompt(conn, editor, session.session_id, "the locker code is 5521")
+        answer = await _prompt(conn, editor, session.session_id, "what was the locker code?")
+        return answer, list(editor.tools)
+
+    with isolated_env(tmp_path, sections=sections) as env:
+        answer, tools = _serve(env, script)
+
+    assert answer == ("end_turn", "It is 5521.")
+    start, done = tools
+    assert isinstance(start, ToolCallStart) and isinstance(done, ToolCallProgress)
+    assert start.tool_call_id == done.tool_call_id == "call_locker"
+    assert start.title == "session_search: locker code" and start.kind == "search"
+    assert start.raw_input == {"query": "locker code"} and start.status == "in_progress"
+    assert done.status == "completed" and "5521" in done.content[0].content.text

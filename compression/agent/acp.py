@@ -21,6 +21,7 @@ connection when done, so the event loop keeps answering (cancel, further session
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from typing import Any
@@ -35,7 +36,7 @@ from acp import (
     text_block,
     update_agent_message,
 )
-from acp.helpers import update_available_commands
+from acp.helpers import start_tool_call, tool_content, update_available_commands, update_tool_call
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
@@ -239,6 +240,9 @@ class HermesAcpAgent:
                 if event["event"] == "delta":
                     streamed = True
                     turn.put(update_agent_message(text_block(event["content"])))
+                elif event["event"] == "tool":
+                    for update in tool_updates(event):
+                        turn.put(update)
             else:
                 return ""
         finally:
@@ -253,6 +257,28 @@ class HermesAcpAgent:
         turn = self._turns.get(session_id)
         if turn is not None:
             turn.cancel()
+
+
+def tool_updates(event: dict[str, Any]) -> list[Any]:
+    """A tool the model called in the turn (``session_search``), as an editor shows one: the
+    call with what it asked (a search), then its result. The turn reports a call once it has
+    run, so both go out together."""
+    call_id = str(event.get("id") or event.get("name") or "tool")
+    try:
+        asked = json.loads(event.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        asked = event.get("arguments")
+    query = asked.get("query") if isinstance(asked, dict) else None
+    title = f"{event.get('name')}: {query}" if query else str(event.get("name"))
+    return [
+        start_tool_call(call_id, title, kind="search", status="in_progress", raw_input=asked),
+        update_tool_call(
+            call_id,
+            status="completed",
+            content=[tool_content(text_block(str(event.get("result") or "")))],
+            raw_output=event.get("result"),
+        ),
+    ]
 
 
 _DONE = object()  # the worker thread has finished (its result is on the future)

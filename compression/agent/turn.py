@@ -312,6 +312,7 @@ def _tool_rounds(
         for call, answer in zip(reply["tool_calls"], answers, strict=True):
             yield {
                 "event": "tool",
+                "id": call.get("id"),
                 "name": (call.get("function") or {}).get("name"),
                 "arguments": (call.get("function") or {}).get("arguments"),
                 "result": answer["content"],
