@@ -253,3 +253,27 @@ def test_the_tested_sdk_version_is_the_one_the_docs_name():
     assert f"`@agentclientprotocol/sdk` {version}" in docs
     if SDK.exists():  # installed: the lockfile's version, not a stale one
         assert json.loads(SDK.read_text(encoding="utf-8"))["version"] == version
+
+
+@needs_client
+def test_the_official_client_takes_a_search_the_model_made_as_a_tool_call(tmp_path, models):
+    """The SDK validates every notification it receives: a tool_call and its update that it
+    accepts and shows are the editor's view of the model's session_search."""
+    chat, summariser = models
+    call = {
+        "id": "call_locker",
+        "type": "function",
+        "function": {"name": "session_search", "arguments": '{"query": "locker code"}'},
+    }
+    chat.then(Reply("Noted."), Reply(None, tool_calls=[call]), Reply("It is 5521."))
+    prompts = [{"text": "the locker code is 5521"}, {"text": "what was the locker code?"}]
+    with isolated_env(tmp_path, sections=_sections(chat, summariser)) as env:
+        records = run_client(env, tmp_path, prompts)
+
+    assert stop_reason(records, 1) == "end_turn" and "".join(chunks(records, 1)) == "It is 5521."
+    updates = [r["notification"]["update"] for r in of_prompt(records, 1, "update")]
+    start, done = [u for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+    assert start["sessionUpdate"] == "tool_call" and start["toolCallId"] == "call_locker"
+    assert start["kind"] == "search" and start["title"] == "session_search: locker code"
+    assert done["sessionUpdate"] == "tool_call_update" and done["status"] == "completed"
+    assert "5521" in done["content"][0]["content"]["text"]
