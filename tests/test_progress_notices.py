@@ -48,7 +48,8 @@ def test_a_compression_leaves_one_notice_with_its_numbers_and_no_trace_in_the_co
     covers_to = max(s.covers_to_position for s in summaries)
     assert f"messages #{covers_from} to #{covers_to}" in notice.content
     assert f"{first['tokens_before']:,} to {last['tokens_after']:,} tokens" in notice.content
-    assert "manual (API)" in notice.content and f"session={long_session}" in notice.content
+    assert "manual (API)" in notice.content and f"around #{covers_from}" in notice.content
+    assert "/api/" not in notice.content  # for the person in the chat
     assert (notice.kind, notice.active, notice.token_count) == ("notice", False, 0)
     # Never context: the context, its count and its tokens are exactly the live rows.
     session = Session.objects.get(pk=long_session)

@@ -27,11 +27,12 @@ def notice_text(session: Session, passes: list, trigger: str) -> str | None:
     why = (
         CompressionEvent.Trigger(trigger).label if trigger in CompressionEvent.Trigger else trigger
     )
+    # Written for the person in the chat, not for a developer: no API paths.
     return (
         f"Context compressed ({why}): messages #{first} to #{last} are now a summary; the live "
-        f"context went from {before:,} to {after:,} tokens. Nothing was deleted: search them "
-        f"with GET /api/v1/search?session={session.pk}&q=… or the session_search tool "
-        f"(around: {first})."
+        f"context went from {before:,} to {after:,} tokens. Nothing was deleted: ask for a "
+        f"detail from back then and the assistant searches the originals (session_search, "
+        f"around #{first})."
     )
 
 
