@@ -14,6 +14,7 @@ from compression.paths import micro, pruning
 from sessions_app.models import MemoryBlock, Message, Session
 from sessions_app.services import live_context, recount
 from sessions_app.services.memory import HEADING
+from tests.test_pruning import tool_turn
 
 BIG = "\n".join(f"line {n}: GET /api/orders/{n} 200 in {n % 97} ms" for n in range(600))
 
@@ -22,16 +23,6 @@ def turn(n: int) -> list[dict]:
     return [
         {"role": "user", "content": f"question {n}: what about item {n}? " + "detail " * 40},
         {"role": "assistant", "content": f"answer {n}: item {n} is fine. " + "because " * 40},
-    ]
-
-
-def tool_turn(n: int, result: str) -> list[dict]:
-    call = {"id": f"call_{n}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
-    return [
-        {"role": "user", "content": f"run step {n}"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": f"call_{n}", "content": result},
-        {"role": "assistant", "content": f"step {n} done"},
     ]
 
 
@@ -377,3 +368,52 @@ def test_the_turn_sends_the_model_its_memory_after_the_system_prompt(gateway, he
     assert sent[0]["content"].endswith("<user>\nAda prefers French.\n</user>")
     assert sent[1] == {"role": "user", "content": "hi"}
     assert_counters_true(sid)
+
+
+def test_writers_racing_on_one_label_neither_fail_nor_skew_the_counters(transactional_db):
+    """Eight writers create the same channel block at once while others write the session's
+    block of that label: one creates, the rest replace, and every session's live tokens still
+    equal a recount (the channel's row serialises them)."""
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        pytest.skip(
+            "PostgreSQL pass: SQLite writers queue behind BEGIN IMMEDIATE, and the tests' "
+            "shared-cache SQLite database answers threads 'table is locked'"
+        )
+
+    from sessions_app import services
+    from sessions_app.keys import create_channel
+    from sessions_app.services.memory import Owner, set_block
+
+    channel = create_channel("racing")[0]
+    sessions = [services.open_session(channel, system_prompt="sys").session for _ in range(3)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(12)
+
+    def write(owner: Owner, text: str) -> None:
+        try:
+            start.wait()
+            set_block(owner, "user", text)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    writers = [
+        threading.Thread(target=write, args=(Owner(channel=channel), f"channel text {n} " * n))
+        for n in range(8)
+    ] + [
+        threading.Thread(target=write, args=(Owner(session=sessions[n % 3]), f"own {n} " * n))
+        for n in range(4)
+    ]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(30)
+    assert errors == []
+    assert MemoryBlock.objects.filter(channel=channel, label="user").count() == 1
+    for session in sessions:
+        assert_counters_true(str(session.pk))

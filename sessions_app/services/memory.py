@@ -93,6 +93,14 @@ class Owner:
             return MemoryBlock.objects.filter(session=self.session)
         return MemoryBlock.objects.filter(channel=self.channel, session__isnull=True)
 
+    def lock(self) -> None:
+        """Serialise every block edit of a channel (its own blocks and its sessions'): two
+        writers of one label would otherwise both insert (one failing on the unique label), and
+        a channel edit and a session edit of the same label would each shift the counters from
+        what the other had not yet written."""
+        channel_id = self.session.channel_id if self.session is not None else self.channel.pk
+        Channel.objects.select_for_update().filter(pk=channel_id).first()
+
     def affected(self):
         """The sessions whose context a change of this owner's blocks changes."""
         if self.session is not None:
@@ -149,7 +157,8 @@ def set_block(owner: Owner, label: str, text: str) -> tuple[MemoryBlock, bool]:
     """Create or replace the owner's block ``label``; the sessions that see it move their live
     tokens by the difference in the same transaction. Returns (block, created)."""
     check_block(label, text)
-    existing = owner.blocks().select_for_update().filter(label=label).first()
+    owner.lock()
+    existing = owner.blocks().filter(label=label).first()
     tokens = block_tokens(label, text)
     if existing is None:
         limit = get_config().memory_blocks.max_blocks
@@ -175,7 +184,8 @@ def set_block(owner: Owner, label: str, text: str) -> tuple[MemoryBlock, bool]:
 
 @transaction.atomic
 def delete_block(owner: Owner, label: str) -> None:
-    block = owner.blocks().select_for_update().filter(label=label).first()
+    owner.lock()
+    block = owner.blocks().filter(label=label).first()
     if block is None:
         raise NotFound(f"No memory block {label!r} here.")
     _shift(owner, label, block.token_count, 0)
