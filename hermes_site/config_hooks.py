@@ -40,7 +40,12 @@ class HooksConfig(Block):
         if isinstance(data, dict) and data.get("secret_env") and not data.get("secret"):
             name = data["secret_env"]
             if isinstance(name, str):
-                data = {**data, "secret": os.environ.get(name, "")}
+                if name not in os.environ:
+                    raise ValueError(
+                        f"secret_env names {name!r}, which is not set in the environment: "
+                        "deliveries would go out unsigned"
+                    )
+                data = {**data, "secret": os.environ[name]}
         return data
 
     @field_validator("pre_compact", "post_compact", mode="before")
@@ -54,11 +59,10 @@ class HooksConfig(Block):
             for url in value:
                 if not isinstance(url, str):
                     continue  # the schema names the wrong type
-                parts = urlsplit(url)
-                if parts.scheme not in ("http", "https") or not parts.hostname:
+                if not _usable(url):
                     raise ValueError(
-                        f"{url!r} is not an http:// or https:// URL with a host "
-                        "(e.g. https://hooks.example/pre-compact)"
+                        f"{url!r} is not an http:// or https:// URL with a host and, if any, a "
+                        "port from 1 to 65535 (e.g. https://hooks.example/pre-compact)"
                     )
             return tuple(value)
         return value
@@ -72,3 +76,21 @@ class HooksConfig(Block):
                 "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
             )
         return value
+
+
+def _usable(url: str) -> bool:
+    """What a connection can be opened to: http(s), a host that is a valid name or address
+    (no spaces, labels of at most 63 characters), a numeric port in range."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError when not a number or out of range
+        host = parts.hostname or ""
+        host.encode("idna")  # UnicodeError for an empty or over-long label
+    except (ValueError, UnicodeError):
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(host)
+        and not any(c.isspace() for c in url)
+        and port != 0
+    )

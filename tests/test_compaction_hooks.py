@@ -45,7 +45,8 @@ class Recorded:
 class HookServer:
     """A loopback receiver: records every request; answers with the next scripted behaviour
     ("ok", an int status, "garbage" -- bytes that are not HTTP --, "not-json", or
-    ("stall", seconds)), else 200 with ``{}``."""
+    ("stall", seconds), ("drip", seconds) -- a valid answer a byte at a time), else 200 with
+    ``{}``."""
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
@@ -62,6 +63,13 @@ class HookServer:
                 if isinstance(what, tuple) and what[0] == "stall":
                     time.sleep(what[1])
                     what = "ok"
+                if isinstance(what, tuple) and what[0] == "drip":  # a byte every what[1] s
+                    for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(what[1])
+                    self.close_connection = True
+                    return
                 if what == "garbage":
                     self.wfile.write(b"\x00\x01 this is not HTTP\r\n\r\n")
                     self.close_connection = True
@@ -160,6 +168,11 @@ def verify(recorded: Recorded) -> bool:
         ({"pre_compact": "ftp://hooks.example/pre"}, "compression.hooks.pre_compact"),
         ({"post_compact": ["https://ok.example/", "file:///x"]}, "compression.hooks.post_compact"),
         ({"pre_compact": "hooks.example/pre"}, "compression.hooks.pre_compact"),
+        ({"pre_compact": "http://hooks.example:abc/"}, "compression.hooks.pre_compact"),
+        ({"pre_compact": "http://hooks.example:99999/"}, "compression.hooks.pre_compact"),
+        ({"pre_compact": "http://hooks example/"}, "compression.hooks.pre_compact"),
+        ({"post_compact": f"http://{'a' * 64}.example/"}, "compression.hooks.post_compact"),
+        ({"secret_env": "HERMES_TEST_NO_SUCH_VARIABLE"}, "compression.hooks"),
         ({"timeout_seconds": 0}, "compression.hooks.timeout_seconds"),
         ({"timeout_seconds": 600}, "compression.hooks.timeout_seconds"),
         ({"post_compact_retries": 99}, "compression.hooks.post_compact_retries"),
@@ -245,6 +258,7 @@ def test_include_rows_sends_the_span_as_openai_messages(hooked, receiver, long_s
         ("garbage", "not HTTP"),
         ("not-json", "body that is not JSON"),
         (("stall", 3), "no answer within 1 s"),
+        (("drip", 0.3), "no answer within 1 s"),  # each byte well inside the socket timeout
     ],
 )
 def test_a_failing_checkpoint_leaves_an_automatic_compression_untouched(
@@ -518,3 +532,22 @@ def test_erasing_a_session_takes_its_hook_deliveries_with_it(
     entry = erasure.erase(plan, "test")
     assert entry.status == "done"
     assert not HookDelivery.objects.exists() and not CompressionEvent.objects.exists()
+
+
+def test_an_event_names_a_failing_hook_by_its_host_only(hooked, receiver, long_session):
+    """Hook URLs often carry their token in the path; events are read by gateways."""
+    hooked(pre_compact=receiver.url("/pre/T0KEN-in-the-path"))
+    receiver.then(500)
+    (event,) = compress(long_session, trigger=Trigger.IDLE).events
+    assert receiver.url("") in event.reason and "T0KEN" not in event.reason + event.error
+    assert HookDelivery.objects.get().url.endswith("/pre/T0KEN-in-the-path")  # operators see it
+
+
+def test_a_manual_run_that_compressed_before_the_checkpoint_stopped_needs_no_confirmation():
+    from compression.engine.compress import CompressionResult, PassResult
+
+    event = CompressionEvent()
+    stopped = PassResult("failed", event, needs_confirmation=True)
+    assert CompressionResult(session=None, passes=[stopped]).needs_confirmation
+    done = PassResult("compressed", event)
+    assert not CompressionResult(session=None, passes=[done, stopped]).needs_confirmation

@@ -9,6 +9,7 @@ Every attempt is a :class:`~compression.models.HookDelivery` row."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -16,6 +17,7 @@ import json
 import logging
 import socket
 import ssl
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -76,7 +78,7 @@ def pre_compact(
         delivery = _deliver(Kind.PRE_COMPACT, url, payload, session, trigger, None, uuid.uuid4())
         gate.delivered.append(delivery.pk)
         if not delivery.ok and not gate.failure:
-            gate.failure = f"pre-compact hook {_where(url)}: {delivery.error}"
+            gate.failure = f"pre-compact hook {_host(url)}: {delivery.error}"
     if gate.failure and config.checkpoint_required:
         if trigger not in CompressionEvent.MANUAL:
             gate.refusal = f"{gate.failure}; checkpoint_required is set, so nothing changed"
@@ -286,7 +288,7 @@ def _deliver(
     status, error = post(url, body, headers, hooks.timeout_seconds)
     return HookDelivery.objects.create(
         kind=kind,
-        url=_where(url, query=True),
+        url=_where(url),
         session=session,
         event=event,
         trigger=trigger,
@@ -302,19 +304,41 @@ def _deliver(
 
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int | None, str]:
     """POST ``body``; (status, "") when the hook took it (2xx and an empty or JSON answer), else
-    (status or None, one line saying what went wrong). Every socket operation waits at most
-    what is left of ``timeout``, so the whole exchange is bounded by it."""
+    (status or None, one line saying what went wrong). The whole exchange -- name lookup,
+    connect, send, an answer however slowly it trickles in -- is bounded by ``timeout``: it runs
+    in a thread of its own, and a hook still talking then has its socket closed under it."""
+    state: dict[str, Any] = {}
+    worker = threading.Thread(
+        target=lambda: state.setdefault("outcome", _exchange(url, body, headers, timeout, state)),
+        name="hermes-hook",
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout)
+    if "outcome" in state:
+        return state["outcome"]
+    connection = state.get("connection")
+    if connection is not None and connection.sock is not None:
+        with contextlib.suppress(OSError):
+            connection.sock.shutdown(socket.SHUT_RDWR)  # the thread's read returns at once
+    return state.get("status"), f"no answer within {timeout:g} s"
+
+
+def _exchange(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, state: dict[str, Any]
+) -> tuple[int | None, str]:
     deadline = time.monotonic() + timeout
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname, parts.port, timeout=timeout)
     status = None
+    connection = None
     try:
+        connection = state["connection"] = kind(parts.hostname, parts.port, timeout=timeout)
         connection.request("POST", path, body=body, headers=headers)
         _left(connection, deadline)
         response = connection.getresponse()
-        status = response.status
+        status = state["status"] = response.status
         answer = b""
         while len(answer) <= ANSWER_BYTES:
             _left(connection, deadline)
@@ -340,12 +364,15 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tupl
         return status, f"host {parts.hostname!r} not found"
     except ssl.SSLError as exc:
         return status, f"TLS error ({exc.reason or type(exc).__name__})"
+    except (http.client.InvalidURL, ValueError, UnicodeError):
+        return status, "the URL cannot be connected to (its host or port is not valid)"
     except http.client.HTTPException as exc:
         return status, f"answered something that is not HTTP ({type(exc).__name__})"
     except OSError as exc:
         return status, f"connection failed ({exc.strerror or type(exc).__name__})"
     finally:
-        connection.close()
+        if connection is not None:
+            connection.close()
 
 
 def _left(connection: http.client.HTTPConnection, deadline: float) -> None:
@@ -356,9 +383,16 @@ def _left(connection: http.client.HTTPConnection, deadline: float) -> None:
         connection.sock.settimeout(left)
 
 
-def _where(url: str, *, query: bool = False) -> str:
-    """A URL as a record shows it: never its user and password, and in an event (which a
-    gateway reads) not its query either (either may hold a key)."""
+def _host(url: str) -> str:
+    """A hook as an event (which a gateway reads) names it: scheme, host and port only -- many
+    hook URLs carry their token in the path; the admin's deliveries show the path."""
     parts = urlsplit(url)
-    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-    return f"{shown}?{parts.query}" if query and parts.query else shown
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def _where(url: str) -> str:
+    """A URL as a delivery record (which only operators see) shows it: never its user and
+    password."""
+    parts = urlsplit(url)
+    shown = f"{_host(url)}{parts.path}"
+    return f"{shown}?{parts.query}" if parts.query else shown

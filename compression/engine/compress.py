@@ -72,7 +72,10 @@ class CompressionResult:
 
     @property
     def needs_confirmation(self) -> bool:
-        return any(p.needs_confirmation for p in self.passes)
+        """The checkpoint stopped a manual run before it wrote anything. (A deeper pass stopped
+        after an earlier one compressed leaves a run that did its work: no confirmation.)"""
+        wrote = any(p.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK) for p in self.passes)
+        return not wrote and any(p.needs_confirmation for p in self.passes)
 
     @property
     def events(self) -> list[CompressionEvent]:
