@@ -140,3 +140,39 @@ def test_a_lean_compression_keeps_a_token_budgeted_tail(channel, hermes_config):
     assert sum(m.token_count for m in tail) <= budget * 1.5
     assert any(m.role == "user" for m in tail)
     assert Session.objects.get(pk=session.pk).live_messages == len(live)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "lean"])
+def test_an_agent_run_whose_only_user_message_is_in_the_head_still_has_a_middle(mode):
+    """System prompt, one task, then eighty tool calls and results: the task is in the head,
+    so no real user message exists to keep in the tail, and the tail must not walk back to
+    the head looking for one (nothing would ever compress)."""
+    from compression.engine.selection import select
+
+    rows = [Message(role="system", content="sys", position=0, token_count=10)]
+    rows.append(Message(role="user", content="fix the build", position=1, token_count=10))
+    for n in range(40):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        rows.append(
+            Message(role="assistant", tool_calls=[call], position=len(rows), token_count=50)
+        )
+        rows.append(
+            Message(
+                role="tool",
+                tool_call_id=f"c{n}",
+                content="out" * 300,
+                position=len(rows),
+                token_count=600,
+            )
+        )
+    for row in rows:
+        row.pk = row.position + 1
+    chosen = select(
+        rows,
+        protect_first_n=3,
+        protect_last_n=20,
+        min_tail_user_messages=1,
+        tail_budget_tokens=10_000 if mode == "lean" else None,
+    )
+    assert len(chosen.middle) > 20 and chosen.tail
+    assert chosen.tail[0].role == "assistant"  # whole tool groups, never a result alone

@@ -149,7 +149,14 @@ def select(
     else:
         tail_start = max(head_end, _lean_start(rows, head_end, tail_budget_tokens, protect_last_n))
     users = sum(1 for m in rows[tail_start:] if _is_real_user(m))
-    while users < min_tail_user_messages and tail_start > head_end:
+    # Grow back to the real user messages there are after the head, no further: in an agent's
+    # run of tool calls the only user message is often in the head, and walking back to the
+    # head for it would leave nothing ever to compress.
+    wanted = min(
+        min_tail_user_messages,
+        users + sum(1 for m in rows[head_end:tail_start] if _is_real_user(m)),
+    )
+    while users < wanted and tail_start > head_end:
         tail_start -= 1
         if _is_real_user(rows[tail_start]):
             users += 1
