@@ -43,6 +43,8 @@ class CompressionEvent(models.Model):
     # What a trigger decided without compressing: repeated on every append, so collapsed into
     # one row per run (see repeats) and trimmed after events.retention_days.
     DECISIONS = (Outcome.SKIPPED, Outcome.LOCKED)
+    # The outcomes of a pass that wrote a summary.
+    WROTE = (Outcome.COMPRESSED, Outcome.FALLBACK)
     # An operator or a user asked: no guard holds these back, and a failed checkpoint asks them
     # to confirm instead of refusing outright.
     MANUAL = frozenset(

@@ -240,3 +240,25 @@ def test_the_editor_sees_each_search_the_model_makes_and_what_it_found(tmp_path,
     assert start.title == "session_search: locker code" and start.kind == "search"
     assert start.raw_input == {"query": "locker code"} and start.status == "in_progress"
     assert done.status == "completed" and "5521" in done.content[0].content.text
+
+
+def test_an_unexpected_error_reaches_the_editor_as_one_line_with_an_error_id(caplog):
+    """Never the exception's text (it may hold a path or data): the log has the traceback."""
+    from compression.agent.acp import _DONE, HermesAcpAgent, _Turn
+
+    async def relay():
+        agent = HermesAcpAgent(None, "gpt-4o", "")
+        loop = asyncio.get_running_loop()
+        turn = _Turn(loop)
+        work = loop.create_future()
+        work.set_exception(RuntimeError("/srv/hermes/var/secret.sqlite3 is locked"))
+        turn.queue.put_nowait(_DONE)
+        with pytest.raises(acp.RequestError) as caught:
+            await agent._relay("s1", turn, work)
+        return caught.value
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        error = pool.submit(asyncio.run, relay()).result()
+    detail = json.dumps(error.data)
+    assert "error id" in detail and "/srv/" not in detail and "secret" not in detail
+    assert "secret.sqlite3" in caplog.text  # for the operator, in the log

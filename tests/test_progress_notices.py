@@ -121,3 +121,18 @@ def test_the_console_timeline_shows_the_notice_where_it_happened(
     page = admin_client.get(reverse("console:timeline", args=[long_session])).content.decode()
     assert f'id="m-{notice.pk}"' in page and "kind-notice" in page
     assert "Context compressed" in page
+
+
+def test_a_run_that_continues_in_a_new_session_leaves_its_notice_there_without_positions(
+    gateway, long_session, hermes_config
+):
+    """in_place: false -- the summary's positions are the earlier session's; the new session's
+    session_search (around) cannot look them up, so the notice does not point at them."""
+    hermes_config(compression={"progress_notices": True, "in_place": False})
+    body = gateway.post(f"/sessions/{long_session}/compress").json()
+    child = body["continued_in"]
+    assert child and child != long_session
+    (notice,) = Message.objects.filter(is_notice=True)
+    assert str(notice.session_id).replace("-", "") == str(child).replace("-", "")
+    assert "the earlier part of this conversation is now a summary" in notice.content
+    assert "#" not in notice.content and body["notice"] == notice.content

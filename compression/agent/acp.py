@@ -49,6 +49,7 @@ from django.db import close_old_connections, connections
 
 from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, turn_steps
 from compression.models import CompressionEvent
+from hermes_site.errors import report
 from sessions_app.models import Channel, Session
 from sessions_app.services import ServiceError, open_session
 
@@ -213,6 +214,11 @@ class HermesAcpAgent:
             raise RequestError.internal_error({"detail": exc.message}) from None
         except ServiceError as exc:
             raise RequestError.invalid_params({"detail": exc.message}) from None
+        except RequestError:
+            raise
+        except Exception as exc:  # one line with an error id; the traceback goes to the log
+            message = report(exc, f"an ACP prompt of session {session_id}")
+            raise RequestError.internal_error({"detail": message}) from None
         if turn.stop.is_set():
             return PromptResponse(stop_reason="cancelled")
         if said:

@@ -65,7 +65,7 @@ class CompressionResult:
     def outcome(self) -> str:
         """The run's outcome: its last pass that wrote a summary, if any did (a deeper pass
         that finds nothing more to gain does not undo the first one's work), else its last."""
-        wrote = [p for p in self.passes if p.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK)]
+        wrote = [p for p in self.passes if p.outcome in CompressionEvent.WROTE]
         if wrote:
             return wrote[-1].outcome
         return self.passes[-1].outcome if self.passes else Outcome.SKIPPED
@@ -74,7 +74,7 @@ class CompressionResult:
     def needs_confirmation(self) -> bool:
         """The checkpoint stopped a manual run before it wrote anything. (A deeper pass stopped
         after an earlier one compressed leaves a run that did its work: no confirmation.)"""
-        wrote = any(p.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK) for p in self.passes)
+        wrote = any(p.outcome in CompressionEvent.WROTE for p in self.passes)
         return not wrote and any(p.needs_confirmation for p in self.passes)
 
     @property
@@ -186,11 +186,11 @@ def compress(
             # outage is one failure, not max_attempts of them.
             model_failed = model_failed or outcome.model_failed
             session.refresh_from_db()
-            if outcome.outcome not in (Outcome.COMPRESSED, Outcome.FALLBACK):
+            if outcome.outcome not in CompressionEvent.WROTE:
                 break
             if target is None or session.live_tokens <= target:
                 break
-        if not config.in_place and result.outcome in (Outcome.COMPRESSED, Outcome.FALLBACK):
+        if not config.in_place and result.outcome in CompressionEvent.WROTE:
             result.continued_in = continue_in_new_session(session)
     finally:
         if claim is not None:

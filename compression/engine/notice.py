@@ -12,13 +12,13 @@ from sessions_app.models import Message, Session
 from sessions_app.services.notices import add_notice
 
 logger = logging.getLogger(__name__)
-WROTE = (CompressionEvent.Outcome.COMPRESSED, CompressionEvent.Outcome.FALLBACK)
 
 
-def notice_text(session: Session, passes: list, trigger: str) -> str | None:
+def notice_text(passes: list, trigger: str, *, continued: bool = False) -> str | None:
     """What the notice says about the run's ``passes`` (compress.PassResult), or None when
-    none wrote a summary."""
-    written = [p for p in passes if p.outcome in WROTE and p.summary is not None]
+    none wrote a summary. ``continued`` (in_place: false): the positions are the earlier
+    session's, which the new one's ``around`` cannot look up, so the notice names none."""
+    written = [p for p in passes if p.outcome in CompressionEvent.WROTE and p.summary is not None]
     if not written:
         return None
     first = min(p.summary.covers_from_position for p in written)
@@ -28,11 +28,16 @@ def notice_text(session: Session, passes: list, trigger: str) -> str | None:
         CompressionEvent.Trigger(trigger).label if trigger in CompressionEvent.Trigger else trigger
     )
     # Written for the person in the chat, not for a developer: no API paths.
+    span = (
+        "the earlier part of this conversation is now a summary"
+        if continued
+        else f"messages #{first} to #{last} are now a summary"
+    )
+    where = "" if continued else f" (session_search, around #{first})"
     return (
-        f"Context compressed ({why}): messages #{first} to #{last} are now a summary; the live "
-        f"context went from {before:,} to {after:,} tokens. Nothing was deleted: ask for a "
-        f"detail from back then and the assistant searches the originals (session_search, "
-        f"around #{first})."
+        f"Context compressed ({why}): {span}; the live context went from {before:,} to "
+        f"{after:,} tokens. Nothing was deleted: ask for a detail from back then and the "
+        f"assistant searches the originals{where}."
     )
 
 
@@ -43,7 +48,7 @@ def announce(
     on in; a failure here never fails the run (the compression is done)."""
     if not get_config().compression.progress_notices:
         return None
-    text = notice_text(session, passes, trigger)
+    text = notice_text(passes, trigger, continued=continued_in is not None)
     if text is None:
         return None
     try:

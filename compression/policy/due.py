@@ -25,7 +25,7 @@ def turns_since_last_fold(session: Session) -> int:
         CompressionEvent.objects.filter(
             session=session,
             trigger=Trigger.MICRO,
-            outcome__in=(Outcome.COMPRESSED, Outcome.FALLBACK),
+            outcome__in=CompressionEvent.WROTE,
         )
         .order_by("-created_at")
         .values_list("created_at", flat=True)

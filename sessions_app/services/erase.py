@@ -372,7 +372,9 @@ def _delete_batch(entry, sid, batch, dependents, progress, atomic: bool = True) 
         kinds = Counter(Message.kind_of(*flags) for _, *flags in rows)
         details = _locked(entry)
         for kind, n in kinds.items():
-            details["deleted"]["messages"][kind] += n
+            # An erasure begun before a kind existed (notices) may be resumed after it did.
+            counts = details["deleted"]["messages"]
+            counts[kind] = counts.get(kind, 0) + n
         _add(details, related)
         AuditEntry.objects.filter(pk=entry.pk).update(details=details)
     if atomic:
