@@ -103,8 +103,9 @@ def _walk(rows: list[Message], head_end: int, limit: int, floor: int) -> int:
 def _lean_start(rows: list[Message], head_end: int, budget: int, protect_last_n: int) -> int:
     """Hermes's token-budget tail walk (context_compressor._find_tail_cut_by_tokens): whole
     messages from the end while they fit 1.5x the budget, keeping at least
-    max(3, min(protect_last_n, 8)) messages (but leaving two to summarise); when everything
-    after the head fits, walk again with the plain budget so there is still a middle."""
+    max(3, min(protect_last_n, 8)) messages -- fewer in a short session, so that some are left
+    to summarise; when everything after the head fits, walk again with the plain budget so
+    there is still a middle."""
     available = len(rows) - head_end - 1
     floor = (
         min(max(3, min(protect_last_n, LEAN_MESSAGE_FLOOR)), max(3, available - 2), available)
