@@ -157,17 +157,22 @@ def post_compact_task(
     url: str | None = None,
     attempt: int = 1,
     delivery_id: str | None = None,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     """The post-compact hooks of one compression (queued when its summary committed), or one
     retry of one of them (``url``, ``attempt``, ``delivery_id``: scheduled after a failure).
-    Never fails as a task: every attempt is a delivery record, an unexpected error is reported."""
+    Never fails as a task: every attempt is a delivery record, an unexpected error is reported
+    (under the request that caused the compression, ``request_id``)."""
     from compression.engine.checkpoint import deliver_post_compact
 
+    bound = bind_request_id(request_id)
     try:
         deliveries = deliver_post_compact(event_id, url, attempt, delivery_id)
     except Exception as exc:
         message = report(exc, f"the post-compact hooks of session {session_id}")
         return {"session_id": session_id, "event_id": event_id, "error": message}
+    finally:
+        unbind(bound)
     return {
         "session_id": session_id,
         "event_id": event_id,

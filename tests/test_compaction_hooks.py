@@ -551,3 +551,16 @@ def test_a_manual_run_that_compressed_before_the_checkpoint_stopped_needs_no_con
     assert CompressionResult(session=None, passes=[stopped]).needs_confirmation
     done = PassResult("compressed", event)
     assert not CompressionResult(session=None, passes=[done, stopped]).needs_confirmation
+
+
+def test_the_post_compact_task_runs_under_the_request_that_caused_the_compression(
+    hooked, receiver, gateway, long_session, django_capture_on_commit_callbacks
+):
+    from django_q.models import Task
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = gateway.post(f"/sessions/{long_session.pk}/compress")
+    assert response.status_code == 200, response.content
+    (task,) = Task.objects.filter(name=f"post_compact {long_session.pk}")
+    assert task.kwargs["request_id"] == response["X-Request-ID"]
+    assert receiver.of("/post")

@@ -32,6 +32,7 @@ from compression.engine.selection import Selection
 from compression.events import record_event
 from compression.models import CompressionEvent, HookDelivery
 from hermes_site.config import get_config
+from hermes_site.logs import task_kwargs
 from sessions_app.models import Session
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,7 @@ def post_compact_later(session: Session, event: CompressionEvent) -> None:
     if not get_config().compression.hooks.post_compact:
         return
     session_id, event_id = str(session.pk), event.pk
+    request = task_kwargs()  # the request that caused the compression, for the task's logs
 
     def queue() -> None:
         from django_q.tasks import async_task
@@ -144,6 +146,7 @@ def post_compact_later(session: Session, event: CompressionEvent) -> None:
                 event_id,
                 task_name=f"post_compact {session_id}",
                 group="hooks",
+                **request,
             )
         except Exception as exc:  # the broker refused: the summary stands, the miss is on record
             logger.warning("post-compact hooks of event %s not queued: %s", event_id, exc)
@@ -238,6 +241,7 @@ def _retry_later(
             name=f"post_compact retry {delivery_id} #{attempt} {session_id}",
             schedule_type=Schedule.ONCE,
             next_run=timezone.now() + timedelta(seconds=backoff * 2 ** (attempt - 2)),
+            **task_kwargs(),
         )
     except Exception as exc:  # the summary stands; the missed retry is on record
         logger.warning("post-compact retry of event %s not scheduled: %s", event.pk, exc)
