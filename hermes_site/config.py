@@ -33,6 +33,7 @@ from hermes_site.config_blocks import (
     RecallConfig,
     RetentionConfig,
     SearchConfig,
+    token_shape,
 )
 from hermes_site.config_errors import describe, schema_keys
 from hermes_site.config_hooks import HooksConfig
@@ -297,12 +298,7 @@ class ServerConfig(_Block):
     @field_validator("metrics_token")
     @classmethod
     def _token_shape(cls, value: str) -> str:
-        if value and (len(value) < 16 or not value.isprintable() or " " in value):
-            raise ValueError(
-                "expected at least 16 printable characters without spaces, such as the output of "
-                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-            )
-        return value
+        return token_shape(value)
 
     @field_validator("database_url")
     @classmethod

@@ -8,6 +8,16 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+def token_shape(value: str) -> str:
+    """A shared secret or bearer token from the config: empty (none) or one worth having."""
+    if value and (len(value) < 16 or not value.isprintable() or " " in value):
+        raise ValueError(
+            "expected at least 16 printable characters without spaces, such as the output of "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+    return value
+
+
 class Block(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from hermes_site.config_blocks import Block
+from hermes_site.config_blocks import Block, token_shape
 
 
 class HooksConfig(Block):
@@ -70,12 +70,7 @@ class HooksConfig(Block):
     @field_validator("secret")
     @classmethod
     def _secret_shape(cls, value: str) -> str:
-        if value and len(value) < 16:
-            raise ValueError(
-                "expected at least 16 characters, such as the output of "
-                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-            )
-        return value
+        return token_shape(value)
 
 
 def _usable(url: str) -> bool:

@@ -38,7 +38,7 @@ from sessions_app.models import Session
 logger = logging.getLogger(__name__)
 Kind = HookDelivery.Kind
 ANSWER_BYTES = 64 * 1024  # a hook's answer is read up to this much; a longer one is a failure
-ERROR_CHARS = 300  # HookDelivery.error's size
+ERROR_CHARS = HookDelivery._meta.get_field("error").max_length
 
 
 @dataclass
