@@ -26,6 +26,11 @@ class SearchConfig(Block):
     """Recall (this service's own block)."""
 
     rank_window: Annotated[int, Field(ge=100, le=1_000_000)] = 1_000
+    # A query that matches more than rank_window is ranked over every match from its best
+    # rows, kept by the worker: this many per query and scope (pages within them are exact)...
+    rank_keep: Annotated[int, Field(ge=20, le=10_000)] = 200
+    # ...for at most this many queries (the least recently refreshed go first).
+    rank_queries: Annotated[int, Field(ge=0, le=1_000_000)] = 10_000
     scan_rows: Annotated[int, Field(ge=1_000, le=100_000_000)] = 200_000
     # The scan reads scan_rows at a time, newest first, and goes on to older ones for this long;
     # an answer it cut short says how far it reached and how to continue.

@@ -132,8 +132,10 @@ class SearchOut(Schema):
         "left unread."
     )
     ranked_within: int | None = Field(
-        description="Set when more messages matched than are ranked: BM25 then ranked only the "
-        "newest this-many matches. Narrow the query or filter by session or time for older ones."
+        description="Set when this page was ranked within the newest this-many matches only: the "
+        "query matched more, and the best rows the worker keeps for ranking it over every match "
+        "are not ready yet (asked for; try again shortly) or this page lies past them. Null: "
+        "ranked over every match."
     )
     limit: int
     offset: int

@@ -15,7 +15,7 @@ import time
 
 from django.db import connection, transaction
 
-from search import fts
+from search import fts, ranked
 from sessions_app.services.errors import StateConflict
 
 # Pages of work per merge step, each its own write transaction (at most ~0.3 s on a table of a
@@ -45,6 +45,10 @@ def before() -> None:
 
 
 def after() -> None:
+    # The ranking cache may hold the erased rows' ids, and queries that named their words:
+    # it is rebuilt as lookups ask, so it goes whole.
+    with transaction.atomic(), connection.cursor() as cursor:
+        ranked.clear(cursor)
     if connection.vendor == "sqlite":
         purge_sqlite()
     elif connection.vendor == "postgresql" and not connection.in_atomic_block:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, connection, transaction
 
 from hermes_site.instruments import SEARCH_SECONDS
-from search import results
+from search import backends, ranked, results
 from search.filters import Filters
 from search.query import InvalidQuery, ParsedQuery, Route, parse
 from search.text import search_text
@@ -54,14 +54,7 @@ class SearchResult:
     total_seconds: float = 0.0  # including excerpts, windows and bookmarks
 
 
-def _backend():
-    if connection.vendor == "postgresql":
-        from search.backends import postgres
-
-        return postgres
-    from search.backends import sqlite
-
-    return sqlite
+_backend = backends.current
 
 
 @dataclass
@@ -70,6 +63,7 @@ class _Answer:
     capped: bool = False  # ranking covered only the rank window
     matched: int | None = None  # how many matched (None: the scan, which cannot count, or an
     # index that failed)
+    count_exact: bool | None = None  # None: exact unless capped
     reached: int | None = None  # the scan stopped here (the oldest id it read)
 
 
@@ -123,7 +117,9 @@ def search(
             result.index = route.index
             result.ranked_within = filters.rank_window if answer.capped else None
             if answer.matched is not None:
-                result.total, result.total_exact = answer.matched, not answer.capped
+                exact = answer.count_exact
+                result.total = answer.matched
+                result.total_exact = not answer.capped if exact is None else exact
             break
         substrings_searched = substrings_searched or (
             route.index == "trigram" and answer.matched == 0
@@ -157,6 +153,7 @@ def search(
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
     result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
     result.total_seconds = time.perf_counter() - started
+    ranked.flush()  # after every read: queueing may close the connection (search.ranked)
     SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)
     return result
 

@@ -8,11 +8,13 @@ but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from django.db import connection
 
-from search import pg
+from search import pg, ranked
 from search.backends import common
 from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
@@ -68,19 +70,108 @@ def run_fts(
         "SELECT id, -rank, (SELECT count(*) FROM candidates) FROM candidates "
         "ORDER BY rank DESC, id ASC LIMIT %s OFFSET %s"
     )
+
+    def window_ranked(n: int, skip: int = 0) -> list[tuple]:
+        cursor.execute(sql, [*query_params, *params, filters.rank_window, n, skip])
+        return cursor.fetchall()
+
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*query_params, *params, filters.rank_window, limit, offset])
-        rows = cursor.fetchall()
+        # A common query whose best rows the worker keeps: with the scope alone (a channel, or
+        # none) only its newer matches are read and scored; narrowed further, the newest
+        # window first, which may hold every match there is.
+        best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
+        others = filters_sql(replace(filters, channel_id=None))
+
+        def over_every_match(best: ranked.Best) -> tuple | None:
+            return _over_every_match(
+                cursor, route, filters, best, (query, query_params), window_ranked, others,
+                limit, offset,
+            )  # fmt: skip
+
+        if best is not None and not others[0] and (answer := over_every_match(best)) is not None:
+            return answer
+        rows = window_ranked(limit, offset)
         if not rows and offset:
             # A page past the end: the count still says how many there are.
-            cursor.execute(sql, [*query_params, *params, filters.rank_window, 1, 0])
-            first = cursor.fetchall()
+            first = window_ranked(1)
             count = first[0][2] if first else 0
-            return [], count >= filters.rank_window, count
-    if not rows:
-        return [], False, 0
-    count = rows[0][2]
-    return [(pk, float(score)) for pk, score, _ in rows], count >= filters.rank_window, count
+        else:
+            count = rows[0][2] if rows else 0
+        if count >= filters.rank_window:
+            if best is None:
+                ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+            elif others[0] and (answer := over_every_match(best)) is not None:
+                return answer
+    page = [(pk, float(score)) for pk, score, _ in rows]
+    return page, count >= filters.rank_window, count
+
+
+def _over_every_match(
+    cursor,
+    route: Route,
+    filters: Filters,
+    best: ranked.Best,
+    tsquery: tuple[str, list],
+    window_ranked: Callable[[int], list[tuple]],
+    others: tuple[list[str], list],
+    limit: int,
+    offset: int,
+) -> tuple[list[tuple[int, float]], bool, int, bool] | None:
+    """A common query ranked over every match: its best rows, kept by the worker
+    (search.ranked), and its matches newer than them, scored now (``ts_rank`` needs no corpus
+    statistics, so a kept score is what a lookup would compute). None, and a refresh asked
+    for, when the newer matches fill a window."""
+    query, query_params = tsquery
+    vector = pg.vector(route.index)
+    where, params = filters_sql(filters)
+    clauses = [INDEXED, f"{vector} @@ q.query", "m.id > %s", *where]
+    cursor.execute(
+        f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
+        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} ORDER BY m.id DESC LIMIT %s",
+        [*query_params, best.upto, *params, filters.rank_window],
+    )
+    fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
+    if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window:
+        ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+    if len(fresh) >= filters.rank_window:
+        return None
+    kept = ranked.kept(cursor, best, *others)
+    page, exact = ranked.combine(
+        best,
+        kept,
+        fresh,
+        lambda n: [(pk, float(score)) for pk, score, _ in window_ranked(n)],
+        limit,
+        offset,
+    )
+    if not others[0]:  # the scope alone: the kept count is of the same rows
+        return page, not exact, best.matched + len(fresh), True
+    seen = len({pk for pk, _ in kept} | {pk for pk, _ in fresh})
+    return page, not exact, max(filters.rank_window, seen), False
+
+
+def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:
+    """Every match up to ``upto`` in the scope, scored: the best ``n`` and how many matched."""
+    query, query_params = _tsquery(route)
+    vector = pg.vector(route.index)
+    clauses = [INDEXED, f"{vector} @@ q.query", "m.id <= %s"]
+    params: list = [upto]
+    if channel_id is not None:
+        clauses.append("m.channel_id = %s")
+        params.append(channel_id)
+    body = f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
+            f"{body} ORDER BY 2, 1 LIMIT %s",
+            [*query_params, *params, n],
+        )
+        rows = [(pk, float(score)) for pk, score in cursor.fetchall()]
+        cursor.execute(
+            f"WITH q AS (SELECT {query} AS query) SELECT count(*) {body}",
+            [*query_params, *params],
+        )
+        return rows, cursor.fetchone()[0]
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.

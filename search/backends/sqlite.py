@@ -3,10 +3,13 @@ bounded scan that ends every fallback chain."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from django.db import connection
 
+from search import ranked
 from search.backends import common
 from search.backends.common import filters_sql, like_pattern
 from search.filters import Filters
@@ -30,9 +33,10 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
 
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float]], bool, int]:
+) -> tuple[list[tuple[int, float]], bool, int, bool]:
     """BM25-ranked hits, whether ranking was limited to the newest ``filters.rank_window``
-    matches, and how many matched (at most ``rank_window``: phase 1 counts them anyway).
+    matches, how many matched (at most ``rank_window``: phase 1 counts them anyway, unless a
+    common query's best rows count them all) and whether that count is exact.
 
     FTS5 has no top-k pruning: ranking a word that matches 150,000 of a million rows scores every
     one of them (hundreds of milliseconds, as slow as a scan). So ranking is bounded: phase 1
@@ -59,29 +63,126 @@ def run_fts(
 
     full = table(route.index)
     with connection.cursor() as cursor:
-        cursor.execute(
-            select(full, f"{full}.rowid") + f" ORDER BY {full}.rowid DESC LIMIT %s",
-            [route.expression, *filter_params, filters.rank_window],
-        )
-        candidates = [row[0] for row in cursor.fetchall()]
-        if not candidates:
-            return [], False, 0
-        oldest, newest = candidates[-1], candidates[0]
-        recent = table(route.index, recent=True)
-        for t, floor_check, floor_params in (
-            (recent, f" AND %s > {FLOOR}", [oldest]),
-            (full, "", []),
-        ):
+
+        def newest(above: int = 0) -> list[int]:
             cursor.execute(
-                select(t, f"{t}.rowid, bm25({t})")
-                + f" AND {t}.rowid BETWEEN %s AND %s{floor_check}"
-                + " ORDER BY 2, 1 LIMIT %s OFFSET %s",  # by score, then id
-                [route.expression, *filter_params, oldest, newest, *floor_params, limit, offset],
+                select(full, f"{full}.rowid")
+                + f" AND {full}.rowid > %s ORDER BY {full}.rowid DESC LIMIT %s",
+                [route.expression, *filter_params, above, filters.rank_window],
             )
-            scored = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
-            if scored or offset >= len(candidates):  # a page past the end is empty anywhere
-                break
-    return scored, len(candidates) >= filters.rank_window, len(candidates)
+            return [row[0] for row in cursor.fetchall()]
+
+        candidates: list[int] | None = None
+
+        def window_ranked(n: int, skip: int = 0) -> list[tuple[int, float]]:
+            nonlocal candidates
+            if candidates is None:
+                candidates = newest()
+            if not candidates:
+                return []
+            oldest, newest_id = candidates[-1], candidates[0]
+            recent = table(route.index, recent=True)
+            scored: list[tuple[int, float]] = []
+            for t, floor_check, floor_params in (
+                (recent, f" AND %s > {FLOOR}", [oldest]),
+                (full, "", []),
+            ):
+                cursor.execute(
+                    select(t, f"{t}.rowid, bm25({t})")
+                    + f" AND {t}.rowid BETWEEN %s AND %s{floor_check}"
+                    + " ORDER BY 2, 1 LIMIT %s OFFSET %s",  # by score, then id
+                    [route.expression, *filter_params, oldest, newest_id, *floor_params, n, skip],
+                )
+                scored = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
+                if scored or skip >= len(candidates):  # a page past the end is empty anywhere
+                    break
+            return scored
+
+        # A common query whose best rows the worker keeps: with the scope alone (a channel, or
+        # none) it reads only its newer matches; narrowed further (a session, a role, a time),
+        # it reads the newest window first, which may hold every match there is.
+        best = None
+        if not route.like:
+            best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
+        others = filters_sql(replace(filters, channel_id=None))
+
+        def over_every_match(best: ranked.Best, newer: list[int]) -> tuple:
+            return _over_every_match(
+                cursor, route, filters, best, newer, select, filter_params, window_ranked,
+                others, limit, offset,
+            )  # fmt: skip
+
+        if best is not None and not others[0]:
+            newer = newest(best.upto)
+            if len(newer) < filters.rank_window:
+                return over_every_match(best, newer)
+        candidates = newest()
+        capped = len(candidates) >= filters.rank_window
+        if best is not None and capped and candidates[-1] <= best.upto:
+            return over_every_match(best, [pk for pk in candidates if pk > best.upto])
+        if capped and not route.like:
+            ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+        if not candidates:
+            return [], False, 0, True
+        return window_ranked(limit, offset), capped, len(candidates), not capped
+
+
+def _over_every_match(
+    cursor,
+    route: Route,
+    filters: Filters,
+    best: ranked.Best,
+    newer: list[int],
+    select: Callable[[str, str], str],
+    filter_params: list,
+    window_ranked: Callable[[int], list[tuple[int, float]]],
+    others: tuple[list[str], list],
+    limit: int,
+    offset: int,
+) -> tuple[list[tuple[int, float]], bool, int, bool]:
+    """A common query ranked over every match: its best rows, kept by the worker
+    (search.ranked), and its ``newer`` matches (fewer than a window), scored now. Asks for a
+    refresh once those reach a tenth of a window."""
+    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window:
+        ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+    fresh: list[tuple[int, float]] = []
+    if newer:
+        # Scored on the full index, as the kept rows were (the recent twin's statistics are
+        # the newest rows', not comparable).
+        t = table(route.index)
+        cursor.execute(
+            select(t, f"{t}.rowid, bm25({t})") + f" AND {t}.rowid BETWEEN %s AND %s",
+            [route.expression, *filter_params, newer[-1], newer[0]],
+        )
+        fresh = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
+    where, params = others
+    kept = ranked.kept(cursor, best, where, params)
+    page, exact = ranked.combine(best, kept, fresh, window_ranked, limit, offset)
+    if not where:  # the scope alone: the kept count is of the same rows
+        return page, not exact, best.matched + len(newer), True
+    # Narrowed further: at least a window's worth (it filled one), or what was seen.
+    seen = len({pk for pk, _ in kept} | {pk for pk, _ in fresh})
+    return page, not exact, max(filters.rank_window, seen), False
+
+
+def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:
+    """Every match up to ``upto`` in the scope, scored on the full index: the best ``n`` and
+    how many matched. (FTS5 scores each one: ~2 µs a match, in the worker.)"""
+    t = table(route.index)
+    join = f" JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid" if channel_id is not None else ""
+    where = f" WHERE {t} MATCH %s AND {t}.rowid <= %s"
+    params: list = [route.expression, upto]
+    if channel_id is not None:
+        where += " AND m.channel_id = %s"
+        params.append(channel_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {t}.rowid, bm25({t}) FROM {t}{join}{where} ORDER BY 2, 1 LIMIT %s",
+            [*params, n],
+        )
+        rows = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
+        cursor.execute(f"SELECT count(*) FROM {t}{join}{where}", params)
+        return rows, cursor.fetchone()[0]
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
-from search import fts, pg
+from search import fts, pg, ranked
 from sessions_app.analyze import analyze
 
 
@@ -18,6 +18,9 @@ class Command(BaseCommand):
             self._postgres()
         else:
             self._sqlite()
+        # Scores kept for common queries came from the old indexes; lookups ask for new ones.
+        with transaction.atomic(), connection.cursor() as cursor:
+            ranked.clear(cursor)
 
     def _sqlite(self) -> None:
         with connection.cursor() as cursor:

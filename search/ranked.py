@@ -1,0 +1,249 @@
+"""Ranking over every match of a common query: its best rows, kept by the worker.
+
+A lookup reads the newest ``search.rank_window`` matches first. A query that matches more (a
+common word) could only be ranked within those, so an older, better match was never returned
+however far one paged. For such a query the worker keeps its *best rows*: every match up to a
+message id (``upto``) scored once, the best ``search.rank_keep`` kept with their scores, for one
+scope (a channel, or every channel). A lookup then merges them with the matches newer than
+``upto`` -- the newest window holds those -- scored on the same index, and the page is exact as
+far as its scores beat the worst kept one (``floor``): no match that was not kept scores better.
+A page past that point is filled from the newest window's ranking and says so
+(``ranked_within``), as does the first lookup of a common query (it asks for the refresh) and one
+whose newer matches fill the whole window (it asks again).
+
+The kept scores are those of their refresh. BM25's statistics (how many rows hold a term, the
+mean length) move slowly as rows arrive; a refresh is asked for once the query's new matches
+reach a tenth of a window, which bounds the drift. PostgreSQL's ``ts_rank`` has no such statistics.
+
+Stored: the index, the query's index expression, message ids and scores -- never message text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from search.fts import MESSAGE_TABLE
+
+logger = logging.getLogger(__name__)
+
+TERMS = "search_ranked_query"
+ROWS = "search_ranked_row"
+ALL_CHANNELS = 0  # the scope of a lookup without a channel filter
+# A lookup asks for a refresh at most this often per query and scope, per process...
+ASK_EVERY_SECONDS = 30.0
+# ...once the matches newer than the kept rows reach this share of a window (1/10): each costs
+# the lookup a moment to score (on SQLite, a pass over the term's matches to count them).
+REFRESH_SHARE = 10
+
+Scored = tuple[int, float]
+
+
+def create_statements(vendor: str) -> list[str]:
+    key = "BIGSERIAL PRIMARY KEY" if vendor == "postgresql" else "INTEGER PRIMARY KEY"
+    real = "DOUBLE PRECISION" if vendor == "postgresql" else "REAL"
+    stamp = "TIMESTAMP WITH TIME ZONE" if vendor == "postgresql" else "TEXT"
+    return [
+        f"CREATE TABLE IF NOT EXISTS {TERMS} ("
+        f"id {key}, idx VARCHAR(16) NOT NULL, expression TEXT NOT NULL, "
+        "channel_id BIGINT NOT NULL, upto BIGINT NOT NULL, matched BIGINT NOT NULL, "
+        f"floor {real}, refreshed_at {stamp} NOT NULL, "
+        "UNIQUE (idx, expression, channel_id))",
+        f"CREATE TABLE IF NOT EXISTS {ROWS} ("
+        f"query_id BIGINT NOT NULL, message_id BIGINT NOT NULL, score {real} NOT NULL, "
+        "PRIMARY KEY (query_id, message_id))",
+        f"CREATE INDEX IF NOT EXISTS {ROWS}_message ON {ROWS} (message_id)",
+        f"CREATE INDEX IF NOT EXISTS {TERMS}_refreshed ON {TERMS} (refreshed_at)",
+    ]
+
+
+DROP_STATEMENTS = [f"DROP TABLE IF EXISTS {ROWS}", f"DROP TABLE IF EXISTS {TERMS}"]
+
+
+@dataclass(frozen=True)
+class Best:
+    id: int
+    upto: int  # every match with an id up to this one was scored
+    matched: int  # how many of them there were (in the scope)
+    floor: float | None  # the worst kept score; None: every one of them is kept
+
+
+def scope(channel_id: int | None) -> int:
+    return ALL_CHANNELS if channel_id is None else channel_id
+
+
+def enabled() -> bool:
+    from hermes_site.config import get_config
+
+    return get_config().search.rank_queries > 0
+
+
+def lookup(cursor, index: str, expression: str, channel_id: int | None) -> Best | None:
+    if not enabled():
+        return None
+    cursor.execute(
+        f"SELECT id, upto, matched, floor FROM {TERMS} "
+        "WHERE idx = %s AND expression = %s AND channel_id = %s",
+        [index, expression, scope(channel_id)],
+    )
+    row = cursor.fetchone()
+    return Best(*row) if row else None
+
+
+def kept(cursor, best: Best, conditions: Sequence[str], params: Sequence) -> list[Scored]:
+    """The kept rows that still count: indexed (not rolled back since), not erased, and within
+    the lookup's other filters (``conditions`` over the messages table as ``m``)."""
+    where = " AND ".join(["r.query_id = %s", "(m.active OR m.compressed)", *conditions])
+    cursor.execute(
+        f"SELECT r.message_id, r.score FROM {ROWS} r JOIN {MESSAGE_TABLE} m "
+        f"ON m.id = r.message_id WHERE {where}",
+        [best.id, *params],
+    )
+    return [(pk, float(score)) for pk, score in cursor.fetchall()]
+
+
+def combine(
+    best: Best,
+    kept_rows: Sequence[Scored],
+    fresh: Sequence[Scored],
+    window_ranked: Callable[[int], list[Scored]],
+    limit: int,
+    offset: int,
+) -> tuple[list[Scored], bool]:
+    """The page (lower scores first, then ids) and whether it is exactly ranked over every match.
+
+    ``kept_rows``: the kept rows (scored at their refresh); ``fresh``: the matches newer than
+    ``best.upto``, scored now. Together, the rows that beat ``best.floor`` are the true head of
+    the ranking. Past that head, ``window_ranked(n)`` (the newest window's best ``n``) fills the
+    page, without the head's rows."""
+    scores = dict(kept_rows)
+    scores.update(fresh)  # a fresh score is the newer one
+    merged = sorted(scores.items(), key=lambda r: (r[1], r[0]))
+    if best.floor is None:
+        return merged[offset : offset + limit], True  # every match is scored
+    head = [r for r in merged if r[1] < best.floor]
+    if offset + limit <= len(head):
+        return head[offset : offset + limit], True
+    seen = {pk for pk, _ in head}
+    rest = [r for r in window_ranked(offset + limit + len(head)) if r[0] not in seen]
+    return (head + rest)[offset : offset + limit], False
+
+
+_asked: dict[tuple[str, str, int], float] = {}
+_asked_lock = threading.Lock()
+_pending = threading.local()
+
+
+def request(index: str, expression: str, phrases: Sequence, channel_id: int | None) -> None:
+    """Note that a query's best rows should be refreshed; ``flush()`` queues the task once the
+    lookup has finished with the database (django-q2's ORM broker closes an idle connection
+    before it writes, which would pull it from under a running lookup). At most once per
+    ``ASK_EVERY_SECONDS`` per query and scope, per process."""
+    if not enabled():
+        return
+    key = (index, expression, scope(channel_id))
+    now = time.monotonic()
+    with _asked_lock:
+        if now - _asked.get(key, -ASK_EVERY_SECONDS) < ASK_EVERY_SECONDS:
+            return
+        _asked[key] = now
+        if len(_asked) > 10_000:
+            _asked.clear()
+    asks = getattr(_pending, "asks", None)
+    if asks is None:
+        asks = _pending.asks = []
+    asks.append((key, [list(p) for p in phrases], channel_id))
+
+
+def flush() -> None:
+    """Queue the refreshes this thread's lookups asked for. A refused queue (the broker is
+    down) costs the search nothing: it is logged, and the next lookup asks again."""
+    from django_q.tasks import async_task
+
+    from hermes_site.logs import task_kwargs
+
+    asks, _pending.asks = getattr(_pending, "asks", None) or [], []
+    for key, phrases, channel_id in asks:
+        index, expression, _ = key
+        try:
+            async_task(
+                "search.tasks.refresh_ranked",
+                index,
+                expression,
+                phrases,
+                channel_id,
+                task_name=f"rank {index} {expression[:60]}",
+                group="search",
+                **task_kwargs(),
+            )
+        except Exception:  # a search never fails for its background work
+            logger.warning("could not queue the ranking refresh of %r", expression, exc_info=True)
+            with _asked_lock:
+                _asked.pop(key, None)
+
+
+def store(
+    index: str,
+    expression: str,
+    channel_id: int | None,
+    upto: int,
+    matched: int,
+    best: Sequence[Scored],
+    keep: int,
+    max_queries: int,
+) -> None:
+    """Replace a query's best rows in one short write transaction; the least recently
+    refreshed queries beyond ``max_queries`` go."""
+    rows = list(best[:keep])
+    floor = rows[-1][1] if len(best) > keep or matched > len(rows) else None
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {ROWS} WHERE query_id IN (SELECT id FROM {TERMS} "
+            "WHERE idx = %s AND expression = %s AND channel_id = %s)",
+            [index, expression, scope(channel_id)],
+        )
+        cursor.execute(
+            f"DELETE FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s",
+            [index, expression, scope(channel_id)],
+        )
+        cursor.execute(
+            f"INSERT INTO {TERMS} (idx, expression, channel_id, upto, matched, floor, "
+            "refreshed_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            [index, expression, scope(channel_id), upto, matched, floor, _now()],
+        )
+        query_id = cursor.fetchone()[0]
+        if rows:
+            cursor.executemany(
+                f"INSERT INTO {ROWS} (query_id, message_id, score) VALUES (%s, %s, %s)",
+                [(query_id, pk, score) for pk, score in rows],
+            )
+        cursor.execute(f"SELECT count(*) FROM {TERMS}")
+        extra = cursor.fetchone()[0] - max_queries
+        if extra > 0:
+            oldest = f"SELECT id FROM {TERMS} ORDER BY refreshed_at, id LIMIT %s"
+            cursor.execute(f"DELETE FROM {ROWS} WHERE query_id IN ({oldest})", [extra])
+            cursor.execute(f"DELETE FROM {TERMS} WHERE id IN ({oldest})", [extra])
+
+
+def _now():
+    value = timezone.now()
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def forget_messages(cursor, ids: Sequence[int]) -> None:
+    """Drop erased messages from every query's best rows (erasure's own step)."""
+    if ids:
+        marks = ", ".join(["%s"] * len(ids))
+        cursor.execute(f"DELETE FROM {ROWS} WHERE message_id IN ({marks})", list(ids))
+
+
+def clear(cursor) -> None:
+    """Forget every query's best rows (a reindex changes what the indexes score)."""
+    cursor.execute(f"DELETE FROM {ROWS}")
+    cursor.execute(f"DELETE FROM {TERMS}")

@@ -1,0 +1,238 @@
+"""Ranking over every match of a common query (search.ranked): the worker keeps a query's best
+rows, and a lookup that fills its rank window merges them with its newer matches."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from search import ranked
+from search.service import Filters, search
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Message
+
+FILLER = [f"filler{n}" for n in range(40)]
+WINDOW = Filters(rank_window=100)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_asks():
+    ranked._asked.clear()
+    yield
+    ranked._asked.clear()
+
+
+def _said(times: int, filler: list[str] = (), role: str = "user") -> dict:
+    return {"role": role, "content": " ".join(["alpha"] * times + list(filler))}
+
+
+def _conversation(name: str, newer: int = 150):
+    """One strong, old match of ``alpha`` followed by ``newer`` weaker ones, each saying it
+    fewer times (both BM25 and ``ts_rank`` rank by that), at many lengths."""
+    channel = create_channel(name)[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    old = services.append_messages(session, [_said(40)], run_hooks=False).messages[0]
+    services.append_messages(
+        session, [_said(1 + n % 30, FILLER[: 3 + n % 37]) for n in range(newer)], run_hooks=False
+    )
+    return channel, session, old
+
+
+def test_an_older_better_match_of_a_common_word_comes_first_once_its_best_rows_are_kept(db):
+    channel, _, old = _conversation("ranked-old")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    first = search("alpha", filters, limit=5)
+    # Asked for the refresh (run at once by the test's synchronous queue); this answer is
+    # still the newest window's.
+    assert first.ranked_within == 100
+    assert old.pk not in [h.message.pk for h in first.hits]
+    again = search("alpha", filters, limit=5)
+    assert again.hits[0].message.pk == old.pk
+    assert again.ranked_within is None
+    assert (again.total, again.total_exact) == (151, True)
+
+
+def test_a_match_newer_than_the_kept_rows_is_scored_beside_them(db):
+    channel, session, old = _conversation("ranked-newer")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)  # the refresh
+    newest = services.append_messages(session, [_said(50)], run_hooks=False).messages[0]
+    answer = search("alpha", filters, limit=5)
+    assert [h.message.pk for h in answer.hits[:2]] == [newest.pk, old.pk]
+    assert answer.ranked_within is None
+    assert (answer.total, answer.total_exact) == (152, True)
+
+
+def test_the_kept_rows_of_one_channel_are_never_another_channel_s(db):
+    mine, _, old = _conversation("ranked-mine")
+    theirs, _, their_old = _conversation("ranked-theirs")
+    for channel, own, other in ((mine, old, their_old), (theirs, their_old, old)):
+        filters = Filters(rank_window=100, channel_id=channel.pk)
+        search("alpha", filters, limit=5)
+        answer = search("alpha", filters, limit=200)
+        ids = {h.message.pk for h in answer.hits}
+        assert answer.hits[0].message.pk == own.pk and other.pk not in ids
+        assert set(Message.objects.filter(pk__in=ids).values_list("channel_id", flat=True)) == {
+            channel.pk
+        }
+
+
+def test_a_kept_row_that_left_the_index_is_not_returned(db):
+    channel, _, old = _conversation("ranked-gone")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)
+    Message.objects.filter(pk=old.pk).update(active=False)  # rolled back
+    answer = search("alpha", filters, limit=5)
+    assert old.pk not in [h.message.pk for h in answer.hits]
+
+
+def test_pages_past_the_kept_head_say_they_are_ranked_within_the_window_and_never_repeat(
+    db, hermes_config
+):
+    hermes_config(search={"rank_keep": 20})
+    channel, _, old = _conversation("ranked-deep")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=10)
+    pages = [search("alpha", filters, limit=10, offset=n * 10) for n in range(16)]
+    assert pages[0].hits[0].message.pk == old.pk and pages[0].ranked_within is None
+    assert pages[-1].ranked_within == 100
+    ids = [h.message.pk for page in pages for h in page.hits]
+    assert len(ids) == len(set(ids))
+
+
+def test_other_filters_narrow_the_kept_rows_and_the_count_says_at_least(db):
+    channel, session, old = _conversation("ranked-role")
+    services.append_messages(session, [_said(60, role="assistant")], run_hooks=False)
+    scope = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", scope, limit=5)
+    users = search("alpha", Filters(rank_window=100, channel_id=channel.pk, role="user"), limit=5)
+    assert users.hits[0].message.pk == old.pk
+    assert users.total_exact is False
+
+
+def _kept() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {ranked.ROWS}")  # noqa: S608 - a constant
+        return cursor.fetchone()[0]
+
+
+def test_an_erasure_forgets_every_kept_row(db):
+    channel, session, _ = _conversation("ranked-erase")
+    search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    assert _kept() > 0
+    from sessions_app.services import erase
+
+    erase.erase(erase.plan_sessions([session.pk]), actor="test")
+    assert _kept() == 0
+
+
+def test_a_reindex_forgets_every_kept_row(transactional_db):
+    # transactional: PostgreSQL's reindex alters the table, refused inside a test transaction
+    channel, _, _ = _conversation("ranked-reindex")
+    search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    assert _kept() > 0
+    call_command("reindex", verbosity=0)
+    assert _kept() == 0
+
+
+def test_the_least_recently_refreshed_queries_go_beyond_the_cap(db, hermes_config):
+    hermes_config(search={"rank_queries": 2})
+    for n in range(3):
+        ranked.store("words", f'"q{n}"', None, 10, 1, [(1, -1.0)], 5, 2)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT expression FROM {ranked.TERMS} ORDER BY id")  # noqa: S608
+        assert [row[0] for row in cursor.fetchall()] == ['"q1"', '"q2"']
+
+
+def test_no_refresh_is_asked_for_when_ranking_over_every_match_is_off(db, hermes_config):
+    hermes_config(search={"rank_queries": 0})
+    channel, _, old = _conversation("ranked-off")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    for _ in range(2):
+        answer = search("alpha", filters, limit=5)
+        assert answer.ranked_within == 100 and old.pk not in [h.message.pk for h in answer.hits]
+
+
+def test_a_refused_queue_costs_the_lookup_nothing(db, monkeypatch):
+    import django_q.tasks
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(django_q.tasks, "async_task", refuse)
+    channel, _, _ = _conversation("ranked-refused")
+    answer = search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    assert answer.ranked_within == 100 and len(answer.hits) == 5
+    assert ranked._asked == {}  # the next lookup asks again
+
+
+# The merge itself, against a brute-force ranking of every match.
+matches = st.dictionaries(
+    st.integers(1, 400), st.sampled_from([-5.0, -4.0, -3.5, -3.0, -2.0, -1.0]), max_size=120
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    matches=matches,
+    upto=st.integers(0, 400),
+    keep=st.integers(1, 40),
+    window=st.integers(1, 60),
+    limit=st.integers(1, 15),
+    offset=st.integers(0, 60),
+)
+def test_a_page_said_to_be_exact_is_the_true_ranking_of_every_match(
+    matches, upto, keep, window, limit, offset
+):
+    truth = sorted(matches.items(), key=lambda r: (r[1], r[0]))
+    older = sorted(((pk, s) for pk, s in matches.items() if pk <= upto), key=lambda r: (r[1], r[0]))
+    newer = [(pk, s) for pk, s in matches.items() if pk > upto]
+    floor = older[keep - 1][1] if len(older) > keep else None
+    best = ranked.Best(1, upto, len(older), floor)
+    newest = sorted(matches)[-window:]
+
+    def window_ranked(n: int) -> list[tuple[int, float]]:
+        return sorted(((pk, matches[pk]) for pk in newest), key=lambda r: (r[1], r[0]))[:n]
+
+    page, exact = ranked.combine(best, older[:keep], newer, window_ranked, limit, offset)
+    if exact:
+        assert page == truth[offset : offset + limit]
+    assert len({pk for pk, _ in page}) == len(page)
+    assert all(matches[pk] == score for pk, score in page)
+    assert len(page) <= limit
+
+
+def _explain(sql: str, params: list) -> str:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table is cheaper to scan
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
+    channel, _, _ = _conversation("ranked-plans", newer=120)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)
+    statements: list[tuple[str, list]] = []
+
+    def record(execute, sql, params, many, context):
+        if ranked.TERMS in sql or ranked.ROWS in sql:
+            statements.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        assert search("alpha", filters, limit=5).ranked_within is None
+    assert len(statements) == 2  # the query's entry, then its kept rows
+    for sql, params in statements:
+        plan = _explain(sql, params)
+        if connection.vendor == "sqlite":  # every table is searched by a key, none scanned
+            assert all(line.startswith("SEARCH") for line in plan.splitlines()), plan
+        else:
+            assert "Seq Scan" not in plan, plan
