@@ -70,9 +70,19 @@ def _worker() -> str | None:
 
 
 def _broker() -> str | None:
+    """Redis: a ping, whose refusal raises. The ORM broker's own ping answers True without
+    looking, so its queue table is read instead (it may live in another database)."""
     from django_q.brokers import get_broker
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
 
-    if not get_broker().ping():
+    try:
+        if Conf.ORM:
+            OrmQ.objects.using(Conf.ORM).exists()
+        elif not get_broker().ping():
+            return "the task broker does not answer"
+    except Exception:
+        logger.warning("readiness check broker: the broker does not answer", exc_info=True)
         return "the task broker does not answer"
     return None
 

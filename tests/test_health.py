@@ -4,6 +4,7 @@ nothing secret."""
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from datetime import timedelta
 
@@ -92,3 +93,60 @@ def test_readyz_names_missing_search_indexes(client, db):
     response = client.get("/readyz")
     assert response.status_code == 503
     assert "manage.py reindex" in response.json()["checks"]["search_indexes"]["problem"]
+
+
+def test_a_migration_not_applied_is_a_503_with_its_one_line_reason(client, db):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+    from django.db.migrations.recorder import MigrationRecorder
+
+    _finished_task(10)
+    app, name = MigrationExecutor(connection).loader.graph.leaf_nodes()[0]
+    MigrationRecorder(connection).record_unapplied(app, name)  # undone with the test's transaction
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["checks"]["migrations"] == {
+        "ok": False,
+        "problem": "1 migration(s) not applied: run manage.py migrate",
+    }
+    assert [n for n, check in body["checks"].items() if not check["ok"]] == ["migrations"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens once it is closed
+
+
+def test_a_redis_broker_that_refuses_connections_is_a_503_saying_so(client, db, monkeypatch):
+    from django_q.conf import Conf
+
+    if Conf.ORM:
+        pytest.skip("the suite runs on the ORM broker; the Redis one runs with HERMES_BROKER_URL")
+    _finished_task(10)
+    monkeypatch.setattr(Conf, "REDIS", f"redis://127.0.0.1:{_closed_port()}/0")
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["broker"] == {"ok": False, "problem": "the task broker does not answer"}
+    assert checks["database"] == {"ok": True}
+
+
+def test_an_orm_broker_whose_queue_table_cannot_be_read_is_a_503_saying_so(client, db):
+    from django.db import connection
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    if not Conf.ORM:
+        pytest.skip(
+            "the suite runs on the Redis broker; the ORM one runs without HERMES_BROKER_URL"
+        )
+    _finished_task(10)
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute(f"ALTER TABLE {OrmQ._meta.db_table} RENAME TO hermes_gone_ormq")
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["broker"] == {"ok": False, "problem": "the task broker does not answer"}
+    assert checks["database"] == {"ok": True}
