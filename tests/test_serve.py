@@ -4,6 +4,7 @@ way a process manager, ``docker stop`` or Ctrl-C stops it."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -66,23 +67,33 @@ def _alive_in_groups(groups: set[int]) -> list[int]:
 
 
 class Served:
-    """One run of ``manage.py serve`` with its output in a file."""
+    """One run of ``manage.py serve`` (or of a script that ends in it, ``argv``) with its output
+    in a file; the process is the leader of a process group of its own."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log: Path,
+        argv: list[str] | None = None,
+        start_seconds: float = 120,
+    ) -> None:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log
         with log.open("w") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve"],
+                argv or [sys.executable, "manage.py", "serve"],
                 cwd=ROOT,
                 env={**env, "HERMES_ADDR": f"127.0.0.1:{self.port}"},
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         try:
             wait_for(
-                lambda: _call("GET", f"{self.base}/healthz", timeout=5)[0] == 200, "serve", 120
+                lambda: _call("GET", f"{self.base}/healthz", timeout=5)[0] == 200,
+                "serve",
+                start_seconds,
             )
             wait_for(lambda: len(self.children()) == 2, "both children", 30)
         except BaseException:
@@ -204,6 +215,63 @@ def test_serve_runs_a_task_and_sigterm_stops_web_and_worker_within_ten_seconds(t
         out = served.output()
         assert "Static files collected" in out
         assert "SIGTERM: stopping" in out and "Stopped in" in out
+
+
+def _scripts_runnable() -> None:
+    """bin/serve and bin/demo run bin/bootstrap first, which installs into .venv when
+    pyproject.toml changed since its last install: a test must not install packages."""
+    stamp = ROOT / ".venv" / ".hermes-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.is_file() or stamp.read_text().strip() != want:
+        pytest.skip("bin/bootstrap would install into .venv (run ./bin/bootstrap once first)")
+
+
+def _stop_leaves_nothing(served: Served) -> None:
+    """SIGTERM to the script's process: exit 0 within the bound, no process of its own group
+    (bootstrap included) or of either child's group left."""
+    groups = {served.process.pid, *served.children().values()}
+    assert len(groups) == 3
+    code, seconds = served.stop(signal.SIGTERM)
+    assert code == 0, served.output()
+    assert seconds < STOP_LIMIT
+    assert _alive_in_groups(groups) == [], "a process outlived the stop"
+    assert "Installing dependencies" not in served.output()
+    assert "Stopped in" in served.output()
+
+
+def test_bin_serve_from_the_project_root_serves_and_sigterm_stops_it_leaving_no_process(
+    tmp_path,
+):
+    _scripts_runnable()
+    with isolated_env(tmp_path, server="  stop_timeout_seconds: 8\n") as env:
+        served = Served(env, tmp_path / "serve.log", argv=["./bin/serve"])
+        try:
+            # bin/serve execs manage.py serve: the process signalled is the parent itself.
+            assert b"serve" in Path(f"/proc/{served.process.pid}/cmdline").read_bytes()
+            assert set(served.children()) == {"web", "worker"}
+            status, body = _call("GET", f"{served.base}/readyz", timeout=30)
+            assert status in (200, 503) and body["checks"]["database"] == {"ok": True}
+            _stop_leaves_nothing(served)
+        finally:
+            if served.process.poll() is None:
+                served.stop()
+
+
+def test_bin_demo_loads_the_demo_and_serves_it_and_sigterm_stops_it_leaving_no_process(
+    tmp_path,
+):
+    _scripts_runnable()
+    with isolated_env(tmp_path, server="  stop_timeout_seconds: 8\n") as env:
+        served = Served(env, tmp_path / "demo.log", argv=["./bin/demo"], start_seconds=300)
+        try:
+            key = served.output().split("Demo channel key (shown once): ")[1].split()[0]
+            status, listed = _call("GET", f"{served.base}/api/v1/sessions", key)
+            assert status == 200, listed
+            assert {s["external_id"] for s in listed} == {"demo-main", "demo-small"}
+            _stop_leaves_nothing(served)
+        finally:
+            if served.process.poll() is None:
+                served.stop()
 
 
 def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(tmp_path, model):
