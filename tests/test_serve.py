@@ -274,6 +274,41 @@ def test_bin_demo_loads_the_demo_and_serves_it_and_sigterm_stops_it_leaving_no_p
                 served.stop()
 
 
+def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path):
+    server = "  stop_timeout_seconds: 8\n  web_workers: 3\n  web_threads: 7\n"
+    with isolated_env(tmp_path, server=server) as env:
+        served = Served(env, tmp_path / "serve.log")
+        try:
+            master = served.children()["web"]
+
+            def workers() -> list[int]:
+                return [
+                    pid
+                    for pid, (ppid, _, state) in _processes().items()
+                    if ppid == master and state != "Z"
+                ]
+
+            wait_for(lambda: len(workers()) >= 3, "three web workers", 60)
+            time.sleep(1)  # none more comes
+            assert len(workers()) == 3
+            # The threads per worker: gunicorn's own reading of the config it was started with
+            # (its command line and environment), since a worker starts its threads on demand.
+            argv = Path(f"/proc/{master}/cmdline").read_bytes().split(b"\0")[:-1]
+            environ = Path(f"/proc/{master}/environ").read_bytes().split(b"\0")
+            assert argv[1:3] == [b"-m", b"gunicorn"]
+            script = (
+                "import sys; from gunicorn.app.wsgiapp import WSGIApplication; "
+                f"sys.argv = {[a.decode() for a in argv[2:]]!r}; cfg = WSGIApplication().cfg; "
+                "print(cfg.workers, cfg.threads, cfg.worker_class_str)"
+            )
+            master_env = dict(e.decode().split("=", 1) for e in environ if b"=" in e)
+            assert python("-c", script, env=master_env).split() == ["3", "7", "gthread"]
+            assert "(3 web processes x 7 threads" in served.output()
+        finally:
+            code, _ = served.stop(signal.SIGTERM)
+        assert code == 0, served.output()
+
+
 def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(tmp_path, model):
     with _serving_env(tmp_path, model) as env:
         first = Served(env, tmp_path / "first.log")
