@@ -35,6 +35,30 @@ control_socket_disable = True
 # Gunicorn's own log (start, stop, worker deaths) to stderr, beside the worker's.
 errorlog = "-"
 loglevel = "info"
+if _server.log_format == "json":
+    # The same one-object-per-line shape as Django's and the worker's lines (settings.LOGGING).
+    # Gunicorn merges this over its defaults key by key, so each key is given whole; its loggers
+    # do not propagate, or a web process, whose root logger Django configures, would write twice.
+    # A logging config turns gunicorn's access log on: it stays off, as in text mode, since
+    # hermes.request writes a line per request already.
+    _json_handler = {
+        "class": "logging.StreamHandler",
+        "formatter": "json",
+        "filters": ["request_id"],
+        "stream": "ext://sys.stderr",
+    }
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": "hermes_site.logs.RequestIdFilter"}},
+        "formatters": {"json": {"()": "hermes_site.logs.JsonFormatter"}},
+        "handlers": {"json": _json_handler},
+        "root": {"level": "INFO", "handlers": ["json"]},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["json"], "propagate": False},
+            "gunicorn.access": {"level": "WARNING", "handlers": [], "propagate": False},
+        },
+    }
 
 
 def child_exit(server, worker) -> None:

@@ -309,6 +309,45 @@ def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path
         assert code == 0, served.output()
 
 
+def test_with_json_logs_every_line_serve_writes_is_a_json_object_gunicorn_s_included(tmp_path):
+    server = "  stop_timeout_seconds: 8\n  log_format: json\n  web_workers: 2\n"
+    with isolated_env(tmp_path, server=server) as env:
+        served = Served(env, tmp_path / "serve.log")
+        try:
+            assert _call("GET", f"{served.base}/readyz", timeout=30)[0] in (200, 503)
+        finally:
+            code, _ = served.stop(signal.SIGTERM)
+        assert code == 0, served.output()
+    lines = served.output().splitlines()
+    entries = []
+    for line in lines:
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"not a JSON line: {line!r}")
+    assert all(
+        isinstance(e, dict) and {"time", "level", "logger", "message"} <= set(e) for e in entries
+    )
+    said = {(e["logger"], e["message"].split(" ")[0]) for e in entries}
+    # The parent's own (the migrations' output included), gunicorn's and the worker's.
+    for expected in (
+        ("hermes.serve", "Operations"),
+        ("hermes.serve", "Serving"),
+        ("hermes.serve", "SIGTERM:"),
+        ("hermes.serve", "Stopped"),
+        ("gunicorn.error", "Listening"),
+        ("gunicorn.error", "Booting"),
+        ("django-q", "Q"),
+        ("hermes.request", "GET"),
+    ):
+        assert expected in said, expected
+    # Gunicorn's lines are written once (a web process's root logger is Django's), and its
+    # access log stays off as in text mode: hermes.request has a line per request.
+    assert len([e for e in entries if e["message"].startswith("Listening at")]) == 1
+    assert len([e for e in entries if e["message"].startswith("Worker exiting")]) == 2
+    assert not [e for e in entries if e["logger"] == "gunicorn.access"]
+
+
 def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(tmp_path, model):
     with _serving_env(tmp_path, model) as env:
         first = Served(env, tmp_path / "first.log")

@@ -10,6 +10,9 @@ The parent forwards SIGTERM and SIGINT (Ctrl-C) to both children as SIGTERM, the
 and waits at most ``server.stop_timeout_seconds`` + 1 s; whatever still runs then is killed and
 the exit code is 1. When one child ends on its own, the other is stopped the same way and the
 exit code is 1: a process manager sees one service that failed and restarts it whole.
+
+Under ``server.log_format: json`` the parent's own lines, the migrations' included, go through
+the log like every other process's, so each line of the service's output is one JSON object.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -37,6 +42,8 @@ IGNORE_PATTERNS = ["CVS", ".*", "*~"]  # collectstatic's defaults
 GRACE_SECONDS = 1.0  # the parent's margin over the children's own stop budget
 POLL_SECONDS = 0.1
 
+logger = logging.getLogger("hermes.serve")
+
 
 def static_fingerprint() -> str:
     """A hash of everything collectstatic would read: each source file's path and content, and
@@ -55,6 +62,26 @@ def static_fingerprint() -> str:
         digest.update(name.encode() + b"\0")
         digest.update(hashlib.sha256(Path(source).read_bytes()).digest())
     return digest.hexdigest()
+
+
+class _LoggedLines(io.TextIOBase):
+    """A command's output as log records, one per complete line (``migrate`` writes "Applying
+    x..." and its " OK" in two writes)."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if line.strip():
+                logger.info(line.rstrip())
+        return len(text)
+
+    def close(self) -> None:
+        self.write("\n")
+        super().close()
 
 
 def _die_with_parent() -> None:
@@ -79,7 +106,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         server = settings.HERMES.server
         if not options["no_migrate"]:
-            call_command("migrate", interactive=False, verbosity=1)
+            if server.log_format == "json":
+                with _LoggedLines() as lines:
+                    call_command("migrate", interactive=False, verbosity=1, stdout=lines)
+            else:
+                call_command("migrate", interactive=False, verbosity=1)
         self._static()
         env = self._environment()
         connections.close_all()  # the children open their own
@@ -94,7 +125,7 @@ class Command(BaseCommand):
             "web server (gunicorn)": self._spawn(web_argv, env),
             "worker (django-q2 cluster)": self._spawn(worker_argv, env),
         }
-        self.stdout.write(
+        self._say(
             f"Serving on http://{address}/ ({server.web_workers} web processes x "
             f"{server.web_threads} threads, {server.q_workers} task workers): the admin at "
             "/admin/, the API at /api/v1/ (docs: /api/v1/docs), the console at /console/, "
@@ -108,10 +139,10 @@ class Command(BaseCommand):
             died = next((name for name, p in children.items() if p.poll() is not None), None)
         if died is not None:
             code = children[died].returncode
-            self.stderr.write(f"The {died} ended on its own (exit code {code}); stopping.")
+            self._say(f"The {died} ended on its own (exit code {code}); stopping.", error=True)
         else:
             name = signal.Signals(received[0]).name
-            self.stdout.write(
+            self._say(
                 f"{name}: stopping (at most {server.stop_timeout_seconds + GRACE_SECONDS:g} s)…"
             )
         self.stdout.flush()
@@ -119,16 +150,26 @@ class Command(BaseCommand):
         clean = self._stop(children, server.stop_timeout_seconds + GRACE_SECONDS)
         elapsed = time.monotonic() - started
         if died is not None:
-            self.stderr.write(f"Error: the {died} ended unexpectedly; see its log above.")
+            self._say(f"Error: the {died} ended unexpectedly; see its log above.", error=True)
         elif not clean:
-            self.stderr.write(f"Error: stopped after {elapsed:.1f} s, but not cleanly (see above).")
+            self._say(
+                f"Error: stopped after {elapsed:.1f} s, but not cleanly (see above).", error=True
+            )
         else:
-            self.stdout.write(f"Stopped in {elapsed:.1f} s.")
+            self._say(f"Stopped in {elapsed:.1f} s.")
         self.stdout.flush()
         self.stderr.flush()
         # Nothing is left to tear down (the children are gone, no connection is open), and
         # Python's teardown of a loaded Django takes a second or two the caller would wait for.
         os._exit(0 if clean and died is None else 1)
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        """One line of the parent's own: to stdout (an error to stderr), or under JSON logs a
+        record of the log, which writes it as JSON to stderr like every other line."""
+        if settings.HERMES.server.log_format == "json":
+            logger.log(logging.ERROR if error else logging.INFO, text)
+        else:
+            (self.stderr if error else self.stdout).write(text)
 
     def _static(self) -> None:
         root = Path(settings.STATIC_ROOT)
@@ -136,12 +177,12 @@ class Command(BaseCommand):
         fingerprint = static_fingerprint()
         current = stamp.read_text(encoding="ascii").strip() if stamp.is_file() else ""
         if current == fingerprint and (root / MANIFEST_FILE).is_file():
-            self.stdout.write("Static files unchanged: collectstatic skipped.")
+            self._say("Static files unchanged: collectstatic skipped.")
             return
         started = time.monotonic()
         call_command("collectstatic", interactive=False, verbosity=0)
         stamp.write_text(fingerprint + "\n", encoding="ascii")
-        self.stdout.write(f"Static files collected in {time.monotonic() - started:.1f} s.")
+        self._say(f"Static files collected in {time.monotonic() - started:.1f} s.")
 
     def _environment(self) -> dict[str, str]:
         """The children's environment: prometheus_client's multiprocess mode in a directory
@@ -186,7 +227,7 @@ class Command(BaseCommand):
             elif _group_alive(process.pid):
                 problem = f"Processes of the {name} outlived it: killed."
             if problem:
-                self.stderr.write(problem)
+                self._say(problem, error=True)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
                 # Exit only once they are gone (a reaped-late zombie may count for a second).
@@ -196,7 +237,7 @@ class Command(BaseCommand):
             process.wait()
             if problem is None and process.returncode != 0:
                 problem = f"The {name} exited with code {process.returncode}."
-                self.stderr.write(problem)
+                self._say(problem, error=True)
             clean = clean and problem is None
         return clean
 
