@@ -220,3 +220,18 @@ def test_the_admin_speaks_the_console_s_visual_language(admin_client):
     accent = re.search(r"--accent: (#[0-9a-f]{6})", console).group(1)
     assert f"--header-bg: {header}" in admin_css
     assert f"--primary: {accent}" in admin_css
+
+
+def test_a_provider_scoped_override_shows_the_threshold_the_engine_uses(
+    staff, session, hermes_config
+):
+    from compression.policy.threshold import threshold_for
+
+    hermes_config(model={"provider": "openrouter"})
+    ModelThresholdOverride.objects.filter(pattern="glm").delete()  # only the scoped one applies
+    ModelThresholdOverride.objects.create(pattern="openrouter:glm-4.6", ratio=0.4)
+    glm = services.open_session(session.channel, model="glm-4.6", context_window=200_000).session
+    engine = threshold_for(glm).tokens
+    assert engine == 80_000
+    page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist"))
+    assert f"glm-4.6 (200,000): {engine:,}" in page.content.decode()

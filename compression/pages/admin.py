@@ -179,11 +179,15 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
             # The override applies where it is the one that wins for this model.
             if match_override(model, [mine, *others], whole.model.provider) is not mine:
                 continue
-            threshold = compute_threshold(model, window, config, [mine, *others])
+            threshold = compute_threshold(
+                model, window, config, [mine, *others], provider=whole.model.provider
+            )
             lines.append(f"{model} ({window:,}): {threshold.tokens:,}")
         if not lines:
             values = [
-                compute_threshold(obj.pattern, window, config, [mine]).tokens
+                compute_threshold(
+                    obj.pattern, window, config, [mine], provider=whole.model.provider
+                ).tokens
                 for window in (128_000, 200_000, 1_000_000)
             ]
             return "no known model matches; at 128K / 200K / 1M windows: " + " / ".join(
