@@ -235,3 +235,23 @@ def test_a_provider_scoped_override_shows_the_threshold_the_engine_uses(
     assert engine == 80_000
     page = staff.get(reverse("admin:compression_modelthresholdoverride_changelist"))
     assert f"glm-4.6 (200,000): {engine:,}" in page.content.decode()
+
+
+def test_an_override_below_0_75_says_it_replaces_the_small_window_raise_for_each_model(
+    staff, session
+):
+    override = ModelThresholdOverride.objects.create(pattern="gpt-4o", ratio=0.5)
+    change = reverse("admin:compression_modelthresholdoverride_change", args=[override.pk])
+    text = staff.get(change).content.decode()
+    assert (
+        "Below 0.75: for a model with a window under 512K this override replaces the raise to "
+        "0.75 (it is not raised) — gpt-4o (128,000) compresses at 64,000 instead of 96,000"
+    ) in text
+    # At or above 0.75 there is nothing to say.
+    override.ratio = 0.8
+    override.save()
+    assert "Below 0.75" not in staff.get(change).content.decode()
+    # A model with a large window is not affected, and the form says so.
+    big = ModelThresholdOverride.objects.create(pattern="gemini-2.5-pro", ratio=0.5)
+    change = reverse("admin:compression_modelthresholdoverride_change", args=[big.pk])
+    assert "none of the models it matches has such a window" in staff.get(change).content.decode()

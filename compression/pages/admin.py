@@ -97,7 +97,7 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
     )
     list_editable = ("ratio", "threshold_tokens", "enabled")
     search_fields = ("pattern", "note")
-    readonly_fields = ("computed_threshold",)
+    readonly_fields = ("computed_threshold", "small_window_effect")
 
     @staticmethod
     def _fields(obj: ModelThresholdOverride) -> dict:
@@ -148,11 +148,11 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
                 {"values": values},
             )
 
-    @admin.display(description="threshold for the models it matches, at their own windows")
-    def computed_threshold(self, obj: ModelThresholdOverride) -> str:
-        """What this override makes the trigger fire at, after floors and caps, for each model
-        it applies to (the catalog's and those of open sessions), at that model's own window;
-        with no known model matching, at 128K / 200K / 1M windows."""
+    @staticmethod
+    def _matches(obj: ModelThresholdOverride) -> list[tuple[str, int, int, int]]:
+        """(model, window, threshold with this override, without it) for each model it applies
+        to -- the catalog's and those of open sessions, wherever it is the override that wins --
+        at that model's own window, as the engine computes it (threshold_for)."""
         from compression.policy.threshold import (
             Override,
             compute_threshold,
@@ -163,10 +163,8 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
         from hermes_site.config import get_config
         from sessions_app.catalog import KNOWN_CONTEXT_WINDOWS
 
-        if obj.pk is None or (obj.ratio is None and obj.threshold_tokens is None):
-            return "—"
         whole = get_config()
-        config = whole.compression
+        config, provider = whole.compression, whole.model.provider
         mine = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
         others = [
             o for o in config_overrides(config) + table_overrides() if o.pattern != obj.pattern
@@ -174,19 +172,32 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
         models = dict(KNOWN_CONTEXT_WINDOWS)
         in_use = Session.objects.order_by().values_list("model", "context_window").distinct()
         models.update(dict(in_use[:MODELS_SHOWN]))
-        lines = []
+        found = []
         for model, window in sorted(models.items()):
-            # The override applies where it is the one that wins for this model.
-            if match_override(model, [mine, *others], whole.model.provider) is not mine:
+            if match_override(model, [mine, *others], provider) is not mine:
                 continue
-            threshold = compute_threshold(
-                model, window, config, [mine, *others], provider=whole.model.provider
-            )
-            lines.append(f"{model} ({window:,}): {threshold.tokens:,}")
+            with_it = compute_threshold(model, window, config, [mine, *others], provider=provider)
+            without = compute_threshold(model, window, config, others, provider=provider)
+            found.append((model, window, with_it.tokens, without.tokens))
+        return found
+
+    @admin.display(description="threshold for the models it matches, at their own windows")
+    def computed_threshold(self, obj: ModelThresholdOverride) -> str:
+        """What this override makes the trigger fire at, after floors and caps, for each model
+        it applies to, at that model's own window; with no known model matching, at 128K / 200K
+        / 1M windows."""
+        from compression.policy.threshold import Override, compute_threshold
+        from hermes_site.config import get_config
+
+        if obj.pk is None or (obj.ratio is None and obj.threshold_tokens is None):
+            return "—"
+        lines = [f"{m} ({w:,}): {tokens:,}" for m, w, tokens, _ in self._matches(obj)]
         if not lines:
+            whole = get_config()
+            mine = Override(obj.pattern, obj.ratio, obj.threshold_tokens, "table")
             values = [
                 compute_threshold(
-                    obj.pattern, window, config, [mine], provider=whole.model.provider
+                    obj.pattern, window, whole.compression, [mine], provider=whole.model.provider
                 ).tokens
                 for window in (128_000, 200_000, 1_000_000)
             ]
@@ -196,6 +207,31 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
         shown = lines[:MODELS_SHOWN]
         more = f"; and {len(lines) - len(shown)} more" if len(lines) > len(shown) else ""
         return "; ".join(shown) + more
+
+    @admin.display(description="below the small-window ratio")
+    def small_window_effect(self, obj: ModelThresholdOverride) -> str:
+        """An override sets the ratio after the raise for windows under 512K (deliberately: an
+        operator's word is final), so one below 0.75 lowers those models' thresholds rather than
+        being raised; the form says so, with what each matching small-window model gets."""
+        from hermes_site.config import get_config
+
+        config = get_config().compression
+        floor, limit = config.small_window_threshold, config.small_window_limit_tokens
+        if obj.pk is None or obj.ratio is None or obj.ratio >= floor:
+            return "—"
+        head = (
+            f"Below {floor:g}: for a model with a window under {limit // 1000:,}K this override "
+            f"replaces the raise to {floor:g} (it is not raised)"
+        )
+        small = [
+            f"{m} ({w:,}) compresses at {tokens:,} instead of {without:,}"
+            for m, w, tokens, without in self._matches(obj)
+            if w < limit
+        ]
+        if not small:
+            return head + "; none of the models it matches has such a window."
+        more = f"; and {len(small) - MODELS_SHOWN} more" if len(small) > MODELS_SHOWN else ""
+        return head + " — " + "; ".join(small[:MODELS_SHOWN]) + more
 
 
 # --- Compression actions on the store's session admin -----------------------------------------

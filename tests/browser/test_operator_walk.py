@@ -161,3 +161,18 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     assert f"{after}-token threshold" in page.locator(".budget").inner_text()
     _inert(page)
     screenshot("7-timeline-after-override")
+
+    # Below 0.75 the override form says what it does to small windows, with this model's numbers.
+    page.goto(f"{live_server.url}/admin/compression/modelthresholdoverride/")
+    page.locator("#result_list tbody tr").filter(has_text="gpt-4o").locator("th a").click()
+    page.fill("#id_ratio", "0.5")
+    page.click("input[name=_continue]")
+    page.wait_for_selector(".messagelist")
+    effect = page.locator(".field-small_window_effect").inner_text()
+    assert "Below 0.75: for a model with a window under 512K this override replaces" in effect
+    window = session.context_window
+    assert f"gpt-4o ({window:,}) compresses at {threshold_for(session).tokens:,} instead of" in (
+        effect
+    )
+    _inert(page)
+    screenshot("8-override-below-0.75")
