@@ -124,3 +124,23 @@ def test_the_timeline_never_scrolls_sideways_at_390_px_and_folded_rows_open(
     folded.locator("summary").click()
     assert folded.locator("div.text.mono").is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_a_row_s_pin_button_posts_through_the_page_s_one_form_and_unpins_again(
+    staff_login, page, live_server, compressed, screenshot
+):
+    row = Message.objects.filter(session=compressed, active=True, is_summary=False).last()
+    staff_login()
+    page.goto(f"{live_server.url}/console/sessions/{compressed.pk}/")
+    page.locator(f"#m-{row.pk} button.pin").click()
+    page.wait_for_selector(".flash")
+    assert f"#{row.position} pinned" in page.locator(".flash").inner_text()
+    row.refresh_from_db()
+    assert row.pinned
+    assert page.locator(f"#m-{row.pk} .kind.pinned").is_visible()
+    screenshot("pinned", full_page=False)
+    page.locator(f"#m-{row.pk} button.pin", has_text="unpin").click()
+    page.wait_for_selector(f"text=#{row.position} unpinned")
+    row.refresh_from_db()
+    assert not row.pinned
+    assert page.csp_violations == []
