@@ -208,3 +208,18 @@ def test_a_page_of_200_live_rows_carries_one_csrf_token_for_all_its_pin_buttons(
     assert page.count('<form id="pin-form" method="post" hidden>') == 1
     # A page of short rows stays small: under 500 bytes a row, where a form each cost 650.
     assert len(page.encode()) < 100_000
+
+
+def test_the_console_doc_states_the_fold_limits_and_the_width_the_browser_test_uses():
+    from pathlib import Path
+
+    from compression.pages.window import _LONG, _SHORT
+
+    root = Path(__file__).resolve().parent.parent
+    doc = " ".join((root / "docs" / "console.md").read_text().split())
+    assert f"longer than {_SHORT[0]} lines or {_SHORT[1]:,} characters are folded" in doc
+    assert f"past {_LONG[0]} lines or {_LONG[1]:,} characters" in doc
+    assert "position, role and kind" in doc
+    browser = (root / "tests" / "browser" / "test_timeline_page.py").read_text()
+    assert "never scrolls sideways at 390 px" in doc
+    assert 'set_viewport_size({"width": 390' in browser
