@@ -103,3 +103,24 @@ def test_turns_never_split_a_tool_call_from_its_result():
     assert turns([{"role": "assistant", "content": "x"}]) == [
         [{"role": "assistant", "content": "x"}]
     ]
+
+
+def test_the_demo_s_timeline_opens_with_a_chart_of_its_two_weeks_and_its_compressions(
+    demo, admin_client
+):
+    import re
+    from datetime import datetime
+
+    from django.urls import reverse
+
+    page = admin_client.get(reverse("console:timeline", args=[demo.pk])).content.decode()
+    assert page.count('<polyline class="series"') == 1
+    markers = re.findall(r'<circle class="marker outcome-(\w+)"', page)
+    assert len(markers) >= 4 and "fallback" in markers
+    start, end = (
+        datetime.fromisoformat(stamp)
+        for stamp in re.search(
+            r"Live tokens from ([\d-]+ [\d:]+) to ([\d-]+ [\d:]+);", page
+        ).groups()
+    )
+    assert end - start >= timedelta(days=13)

@@ -119,6 +119,10 @@ def test_the_dashboard_reads_at_a_glance(admin_client, compressed):
     )
     page = admin_client.get(reverse("console:dashboard")).content.decode()
     assert "1</strong> compression in the last 24 hours" in page
+    event = CompressionEvent.objects.get(session=compressed, outcome__in=("compressed", "fallback"))
+    saved = event.tokens_before - event.tokens_after
+    assert saved > 0 and f"<strong>{saved}</strong> tokens saved" in page
+    assert f"<strong>{event.duration_ms} ms</strong> median compression time" in page
     assert "100%</strong> with the local fallback summary" in page  # the test summariser
     assert "138% of 96000 <strong>over</strong>" in page
     assert "minutes left" in page  # the anti-thrash lock's time left
@@ -153,3 +157,45 @@ def test_a_reset_from_the_console_is_an_event_and_a_mark_on_the_chart(admin_clie
     # A second reset is a row of its own, not a repeat.
     admin_client.post(reverse("console:reset", args=[compressed.pk]))
     assert CompressionEvent.objects.filter(session=compressed, outcome="reset").count() == 2
+
+
+def test_a_chart_over_10000_messages_is_drawn_from_a_bounded_number_of_events(
+    admin_client, compressed, monkeypatch
+):
+    from compression.pages import charts
+
+    # The fixture's session stands in for one over the limit, with a trail longer than is read.
+    monkeypatch.setattr(charts, "EXACT_SERIES_ROWS", 5)
+    monkeypatch.setattr(charts, "EVENT_POINTS", 10)
+    for n in range(30):
+        CompressionEvent.objects.create(
+            session=compressed,
+            trigger="threshold_pre",
+            outcome="skipped",
+            reason=f"under the threshold {n}",
+            tokens_before=1_000 + n,
+        )
+    compressed.refresh_from_db()
+    assert compressed.total_messages > charts.EXACT_SERIES_ROWS
+
+    def rows_read(*args, **kwargs):
+        raise AssertionError("the exact series reads every row")
+
+    monkeypatch.setattr(charts, "live_tokens_series", rows_read)
+    chart = charts.token_chart(compressed, 96_000)
+    assert chart.exact is False
+    # At most two points an event (before and after a compression) and the two ends.
+    assert 2 < len(chart.points.split()) <= 2 * charts.EVENT_POINTS + 2
+    page = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
+    assert "Drawn from the event trail" in page
+
+
+def test_a_timeline_of_a_session_at_138_percent_of_its_threshold_says_138(admin_client, compressed):
+    from compression.policy.threshold import threshold_for
+    from sessions_app.models import Session
+
+    threshold = threshold_for(compressed).tokens
+    Session.objects.filter(pk=compressed.pk).update(live_tokens=int(threshold * 1.38))
+    budget = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
+    assert f"of a {threshold}-token threshold (138%)" in budget
+    assert "(100%)" not in budget

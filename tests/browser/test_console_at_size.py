@@ -94,6 +94,20 @@ def test_a_hit_on_message_10_of_50000_opens_at_it_pages_to_the_head_and_the_dash
     assert "sys" in page.locator("ol.timeline li").first.inner_text()
     screenshot("2-head-of-50000", full_page=False)
 
+    # A live row deep in the session, opened by its link as a search hit or a bookmark would.
+    live = Message.objects.get(session=session, position=30_001)
+    assert live.kind == "live"
+    from playwright.sync_api import expect
+
+    page.goto(f"{live_server.url}/console/messages/{live.pk}/")
+    page.wait_for_selector(f"#m-{live.pk}.targeted")
+    target = page.locator(f"#m-{live.pk}")
+    expect(target).to_be_in_viewport()  # scrolled to it
+    assert "message 30001:" in target.inner_text()
+    first, last = _shown(page)
+    assert first <= 30_001 <= last
+    screenshot("2b-live-row-30001", full_page=False)
+
     # The dashboard, full: both charts, the session among those nearest their threshold.
     page.goto(f"{live_server.url}/console/")
     assert page.locator("figure.chart rect.bar").count() >= 2  # by outcome and by trigger
