@@ -6,7 +6,8 @@ however far one paged. For such a query the worker keeps its *best rows*: every 
 message id (``upto``) scored once, the best ``search.rank_keep`` kept with their scores, for one
 scope (a channel, or every channel). A lookup then merges them with the matches newer than
 ``upto`` -- the newest window holds those -- scored on the same index, and the page is exact as
-far as its scores beat the worst kept one (``floor``): no match that was not kept scores better.
+far as it stays ahead of the worst kept row (``floor``, by score then id, the order of every
+ranking here): every match that was not kept comes after it.
 A page past that point is filled from the newest window's ranking and says so
 (``ranked_within``), as does the first lookup of a common query (it asks for the refresh) and one
 whose newer matches fill the whole window (it asks again).
@@ -53,7 +54,7 @@ def create_statements(vendor: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {TERMS} ("
         f"id {key}, idx VARCHAR(16) NOT NULL, expression TEXT NOT NULL, "
         "channel_id BIGINT NOT NULL, upto BIGINT NOT NULL, matched BIGINT NOT NULL, "
-        f"floor {real}, refreshed_at {stamp} NOT NULL, "
+        f"floor {real}, floor_id BIGINT, refreshed_at {stamp} NOT NULL, "
         "UNIQUE (idx, expression, channel_id))",
         f"CREATE TABLE IF NOT EXISTS {ROWS} ("
         f"query_id BIGINT NOT NULL, message_id BIGINT NOT NULL, score {real} NOT NULL, "
@@ -71,7 +72,8 @@ class Best:
     id: int
     upto: int  # every match with an id up to this one was scored
     matched: int  # how many of them there were (in the scope)
-    floor: float | None  # the worst kept score; None: every one of them is kept
+    floor: float | None  # the worst kept row's score; None: every match is kept
+    floor_id: int | None  # ...and its id (ties are ranked by id)
 
 
 def scope(channel_id: int | None) -> int:
@@ -88,7 +90,7 @@ def lookup(cursor, index: str, expression: str, channel_id: int | None) -> Best 
     if not enabled():
         return None
     cursor.execute(
-        f"SELECT id, upto, matched, floor FROM {TERMS} "
+        f"SELECT id, upto, matched, floor, floor_id FROM {TERMS} "
         "WHERE idx = %s AND expression = %s AND channel_id = %s",
         [index, expression, scope(channel_id)],
     )
@@ -119,15 +121,18 @@ def combine(
     """The page (lower scores first, then ids) and whether it is exactly ranked over every match.
 
     ``kept_rows``: the kept rows (scored at their refresh); ``fresh``: the matches newer than
-    ``best.upto``, scored now. Together, the rows that beat ``best.floor`` are the true head of
-    the ranking. Past that head, ``window_ranked(n)`` (the newest window's best ``n``) fills the
-    page, without the head's rows."""
+    ``best.upto``, scored now. Together, the rows ranked up to the worst kept one (by score,
+    then id: ties are common where ``ts_rank`` ignores length) are the true head of the
+    ranking: a match not kept ranks after it, and a newer match tied with it has a greater id
+    than every older one. Past that head, ``window_ranked(n)`` (the newest window's best
+    ``n``) fills the page, without the head's rows."""
     scores = dict(kept_rows)
     scores.update(fresh)  # a fresh score is the newer one
     merged = sorted(scores.items(), key=lambda r: (r[1], r[0]))
     if best.floor is None:
         return merged[offset : offset + limit], True  # every match is scored
-    head = [r for r in merged if r[1] < best.floor]
+    worst = (best.floor, best.floor_id)
+    head = [r for r in merged if (r[1], r[0]) <= worst]
     if offset + limit <= len(head):
         return head[offset : offset + limit], True
     seen = {pk for pk, _ in head}
@@ -201,7 +206,8 @@ def store(
     """Replace a query's best rows in one short write transaction; the least recently
     refreshed queries beyond ``max_queries`` go."""
     rows = list(best[:keep])
-    floor = rows[-1][1] if len(best) > keep or matched > len(rows) else None
+    last = rows[-1] if rows and (len(best) > keep or matched > len(rows)) else None
+    floor, floor_id = (last[1], last[0]) if last else (None, None)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {ROWS} WHERE query_id IN (SELECT id FROM {TERMS} "
@@ -213,9 +219,9 @@ def store(
             [index, expression, scope(channel_id)],
         )
         cursor.execute(
-            f"INSERT INTO {TERMS} (idx, expression, channel_id, upto, matched, floor, "
-            "refreshed_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            [index, expression, scope(channel_id), upto, matched, floor, _now()],
+            f"INSERT INTO {TERMS} (idx, expression, channel_id, upto, matched, floor, floor_id, "
+            "refreshed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            [index, expression, scope(channel_id), upto, matched, floor, floor_id, _now()],
         )
         query_id = cursor.fetchone()[0]
         if rows:

@@ -191,8 +191,8 @@ def test_a_page_said_to_be_exact_is_the_true_ranking_of_every_match(
     truth = sorted(matches.items(), key=lambda r: (r[1], r[0]))
     older = sorted(((pk, s) for pk, s in matches.items() if pk <= upto), key=lambda r: (r[1], r[0]))
     newer = [(pk, s) for pk, s in matches.items() if pk > upto]
-    floor = older[keep - 1][1] if len(older) > keep else None
-    best = ranked.Best(1, upto, len(older), floor)
+    last = older[keep - 1] if len(older) > keep else None
+    best = ranked.Best(1, upto, len(older), last and last[1], last and last[0])
     newest = sorted(matches)[-window:]
 
     def window_ranked(n: int) -> list[tuple[int, float]]:
