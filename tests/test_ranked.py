@@ -236,3 +236,27 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
             assert all(line.startswith("SEARCH") for line in plan.splitlines()), plan
         else:
             assert "Seq Scan" not in plan, plan
+
+
+def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without_statistics(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite walks its FTS5 index")
+    channel, session, _ = _conversation("ranked-fresh-plan", newer=120)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)
+    services.append_messages(session, [_said(2)], run_hooks=False)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
+    plans: list[str] = []
+
+    def explain(execute, sql, params, many, context):
+        if "m.id > %s" in sql and "ts_rank" in sql and not sql.startswith("EXPLAIN"):
+            context["cursor"].execute("EXPLAIN " + sql, params)
+            plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explain):
+        assert search("alpha", filters, limit=5).ranked_within is None
+    assert len(plans) == 1
+    assert "Index Scan Backward using sessions_app_message_pkey" in plans[0], plans[0]
+    assert "Bitmap" not in plans[0], plans[0]

@@ -21,6 +21,12 @@ from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 from search.query import Route
 
+# Turns the planner's bitmap scans and sorts off (or on again) until the end of the transaction
+# (search.service runs a lookup in one).
+WALK_ONLY = (
+    "SELECT set_config('enable_bitmapscan', '%s', true), set_config('enable_sort', '%s', true)"
+)
+
 
 def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are."""
@@ -125,12 +131,21 @@ def _over_every_match(
     vector = pg.vector(route.index)
     where, params = filters_sql(filters)
     clauses = [INDEXED, f"{vector} @@ q.query", "m.id > %s", *where]
-    cursor.execute(
-        f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
-        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} ORDER BY m.id DESC LIMIT %s",
-        [*query_params, best.upto, *params, filters.rank_window],
-    )
-    fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
+    # The matches since the refresh are the newest rows: walk the primary key down to it,
+    # whatever the statistics say (without them the planner may fetch every match of a common
+    # word through its GIN index, or read the table, and sort them). The walk stops at a window
+    # of matches. (Set for this statement only: the caller's transaction goes on.)
+    cursor.execute(WALK_ONLY % ("off", "off"))
+    try:
+        cursor.execute(
+            f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
+            f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
+            "ORDER BY m.id DESC LIMIT %s",
+            [*query_params, best.upto, *params, filters.rank_window],
+        )
+        fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
+    finally:
+        cursor.execute(WALK_ONLY % ("on", "on"))
     if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window:
