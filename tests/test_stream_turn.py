@@ -6,21 +6,18 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 from urllib.parse import urlsplit
 
 import pytest
-from django.db import OperationalError
 
 from compression.testing.fake_model import Fail, FakeModelServer, Reply
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import open_session, recount
 from sessions_app.services.messages import pending_tool_calls
-
-T = TypeVar("T")
+from tests.waiting import unlocked
 
 
 def parse(raw: bytes) -> list[tuple[str, dict]]:
@@ -124,20 +121,6 @@ def test_a_model_that_fails_before_writing_is_a_plain_http_error(streaming, chat
     response = gateway.post(f"/sessions/{sid}/turn", {"content": "hi", "stream": True})
     assert response.status_code == 502
     assert "your message is stored" in response.json()["detail"]
-
-
-def unlocked(read: Callable[[], T]) -> T:
-    """Read while the live server's thread may still be writing: the test database is SQLite's
-    shared-cache memory database, where a table lock answers "locked" at once instead of waiting
-    out the busy timeout, so the test waits for it instead."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            return read()
-        except OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from sessions_app import services
 from sessions_app.models import Message, Session
 from tests.processes import isolated_env, python
 from tests.test_compression import assert_consistent, db_thread, turn
+from tests.waiting import unlocked
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -777,7 +778,7 @@ def test_preflight_fires_on_the_message_count_alone(gw, configured, chat_model):
 def _wait_for_summary(sid: str, seconds: float = 15) -> Message:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        row = Message.objects.filter(session_id=sid, is_summary=True).first()
+        row = unlocked(Message.objects.filter(session_id=sid, is_summary=True).first)
         if row is not None:
             return row
         time.sleep(0.1)
