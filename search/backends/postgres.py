@@ -49,8 +49,10 @@ def _tsquery(route: Route) -> tuple[str, list]:
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
 ) -> tuple[list[tuple[int, float | None]], bool, int]:
-    """Ranked hits among the newest ``rank_window`` matches, whether the window was full, and
-    how many matched (at most ``rank_window``)."""
+    """Ranked hits, whether they were ranked within the newest ``rank_window`` matches only, how
+    many matched and (where known) whether that count is exact. A word or bigram query that
+    fills its window is ranked over every match from its kept best rows (search.ranked) once
+    the worker has them; trigram matches are newest first."""
     where, params = filters_sql(filters)
     if route.index == "trigram":
         match, match_params = _like_clauses(tuple(p for p, _ in route.phrases))
