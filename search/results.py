@@ -149,47 +149,50 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
     """Each hit with ``size`` messages before and after it (rolled-back rows skipped unless
     asked; notices, which are not conversation, always), fetched for all hits in one query: a
     window per hit would be two queries each."""
+    if not size:
+        return {hit.pk: [hit] for hit in hits}
     if not hits:
         return {}
     slack = size + 1  # room for a rolled-back row inside the range; more falls back to exact
-    # One UNION ALL of index range reads (an OR of ranges would scan the table), read as plain
-    # tuples: building model instances for every neighbour cost more than the query.
-    parts, params = [], []
+    # One statement for every hit: a list of (hit, session, first, last) position ranges joined
+    # to the messages, each range an index seek of (session, active, position) in msg_live_idx
+    # (naming both values of ``active`` lets it seek the positions too, not read the whole
+    # session). It plans faster than a UNION ALL of one SELECT per hit (on PostgreSQL 1.7
+    # against 2.4 ms for 20 hits) and rows come back as plain tuples: building model instances
+    # for every neighbour cost more than the query.
     session_field = Message._meta.get_field("session")
-    for hit in hits:
-        parts.append(
-            f"SELECT {', '.join(Nearby.COLUMNS)} FROM {Message._meta.db_table} "
-            "WHERE session_id = %s AND position BETWEEN %s AND %s AND NOT is_notice"
-        )
-        params += [
-            session_field.get_db_prep_value(hit.session_id, connection),
-            max(0, hit.position - slack),
-            hit.position + slack,
-        ]
-    by_session: dict = {}
+    params: list = []
+    for n, hit in enumerate(hits):
+        session = session_field.get_db_prep_value(hit.session_id, connection)
+        params += [n, session, max(0, hit.position - slack), hit.position + slack]
+    ranges = ", ".join(["(%s, %s, %s, %s)"] * len(hits))
+    columns = ", ".join(f"m.{name}" for name in Nearby.COLUMNS)
+    sql = (
+        f"WITH r(n, session_id, low, high) AS (VALUES {ranges}) SELECT r.n, {columns} "
+        f"FROM r JOIN {Message._meta.db_table} m ON m.session_id = r.session_id "
+        "AND m.active IN (FALSE, TRUE) AND m.position BETWEEN r.low AND r.high "
+        "WHERE NOT m.is_notice"
+    )
+    nearby: list[list[Nearby]] = [[] for _ in hits]
     with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        for values in cursor.fetchall():
-            row = Nearby(*values)
-            by_session.setdefault(row.session_id, {})[row.pk] = row
+        cursor.execute(sql, params)
+        for n, *values in cursor.fetchall():
+            nearby[n].append(Nearby(*values))
     out = {}
-    for hit in hits:
-        nearby = by_session.get(session_field.get_db_prep_value(hit.session_id, connection), {})
+    for hit, rows in zip(hits, nearby, strict=True):
         here = order_key(hit)
         visible = sorted(
             (
                 r
-                for r in nearby.values()
-                if hit.position - slack <= r.position <= hit.position + slack
-                and r.pk != hit.pk
-                and (include_rolled_back or r.active or r.compressed)
+                for r in rows
+                if r.pk != hit.pk and (include_rolled_back or r.active or r.compressed)
             ),
             key=order_key,
         )
-        before = [r for r in visible if order_key(r) < here][-size:] if size else []
+        before = [r for r in visible if order_key(r) < here][-size:]
         after = [r for r in visible if order_key(r) > here][:size]
         more_before = hit.position - slack > 0
-        more_after = any(r.position == hit.position + slack for r in nearby.values())
+        more_after = any(r.position == hit.position + slack for r in rows)
         if (len(before) < size and more_before) or (len(after) < size and more_after):
             before, after = _window_exact(hit, size, include_rolled_back)
         out[hit.pk] = [*before, hit, *after]

@@ -125,3 +125,51 @@ def test_counting_a_repeated_decision_seeks_the_sessions_newest_event(session):
         plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
     assert "SEARCH compression_compressionevent USING COVERING INDEX" in plan, plan
     assert "RIGHT PART OF ORDER BY" in plan or "TEMP B-TREE" not in plan, plan  # ties only
+
+
+def _statements(call) -> list[tuple[str, list]]:
+    """The statements ``call`` runs, with their parameters, as handed to the database."""
+    seen: list[tuple[str, list]] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        call()
+    return seen
+
+
+def _explain(sql: str, params) -> str:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_the_windows_of_a_page_seek_each_hits_position_range(session):
+    from search import results
+
+    if connection.vendor == "postgresql":
+        # A few rows are read whole whatever the indexes: give the planner a long session to
+        # seek in (on a 100,000-row store the same plan is chosen with or without statistics).
+        Message.objects.bulk_create(
+            Message(session=session, channel_id=session.channel_id, position=p, role="user")
+            for p in range(100, 3100)
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Message._meta.db_table}")
+    hits = list(Message.objects.filter(session=session).order_by("position"))[1:3]
+    ((sql, params),) = _statements(lambda: results.windows(hits, 2, False))
+    plan = _explain(sql, params)
+    # Not just the session: that would read every row of it, however long, for a few
+    # neighbours.
+    if connection.vendor == "sqlite":
+        assert "msg_live_idx (session_id=? AND active=? AND position>? AND position<?)" in plan
+    else:
+        assert "msg_live_idx" in plan, plan
+        assert "position\" >= " in plan.split("Index Cond:")[1].splitlines()[0], plan
