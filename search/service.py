@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, connection, transaction
 
 from hermes_site.instruments import SEARCH_SECONDS
-from search import backends, ranked, results
+from search import backends, ranked, results, rows
 from search.filters import Filters
 from search.query import InvalidQuery, ParsedQuery, Route, parse
 from search.text import search_text
@@ -167,40 +167,32 @@ def _hits(
 ) -> list[Hit]:
     if not ordered:
         return []
-    # No ordering: the page keeps its own order, and the default one (by session, through its
-    # own ordering) costs a join and a sort in the statement and its compilation.
-    by_id = (
-        Message.objects.select_related("session__channel")
-        .order_by()
-        .in_bulk([pk for pk, _, _ in ordered])
-    )
+    page = [pk for pk, _, _ in ordered]
+    # The page and the rows just across its edges, with sessions and channels, in one statement.
+    read = rows.read_hits([*page, *edges])
     # A row carried into a continuation session (in_place: false) and the row it continues say
     # the same thing and rank the same, side by side: the continuation's copy is shown, once --
     # on this page, or on the next one when it is the row just past the page's edge.
-    carried_on = {m.continues_id for m in by_id.values() if m.continues_id is not None}
-    if edges:
-        carried_on.update(
-            Message.objects.filter(pk__in=edges, continues__isnull=False)
-            .order_by()
-            .values_list("continues_id", flat=True)
-        )
+    carried_on = {m.continues_id for m in read.values() if m.continues_id is not None}
+    by_id = {pk: read[pk] for pk in dict.fromkeys(page) if pk in read}
     around = results.windows(list(by_id.values()), window, include_rolled_back)
+    needles = parsed.needles
     hits = []
     for pk, score, rolled_back in ordered:
         message = by_id.get(pk)
         if message is None or pk in carried_on:
             continue
-        rows = around[pk]
-        start, end = results.bookmarks(rows, message.session.total_messages)
+        nearby = around[pk]
+        start, end = results.bookmarks(nearby, message.session.total_messages)
         hits.append(
             Hit(
                 message=message,
                 session=message.session,
                 score=score,
                 excerpt_html=results.excerpt_html(
-                    search_text(message.content, message.tool_calls), parsed.needles
+                    search_text(message.content, message.tool_calls), needles
                 ),
-                window=results.window_rows(rows, message),
+                window=results.window_rows(nearby, message),
                 start=start,
                 end=end,
                 rolled_back=rolled_back,

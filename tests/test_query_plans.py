@@ -151,18 +151,24 @@ def _explain(sql: str, params) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
+def _lengthen(session) -> None:
+    """On PostgreSQL a few rows are read whole whatever the indexes: give the planner a long
+    session to seek in (on a 100,000-row store the same plans are chosen with or without
+    statistics). SQLite's plans do not depend on the table's size."""
+    if connection.vendor != "postgresql":
+        return
+    Message.objects.bulk_create(
+        Message(session=session, channel_id=session.channel_id, position=p, role="user")
+        for p in range(100, 3100)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Message._meta.db_table}")
+
+
 def test_the_windows_of_a_page_seek_each_hits_position_range(session):
     from search import results
 
-    if connection.vendor == "postgresql":
-        # A few rows are read whole whatever the indexes: give the planner a long session to
-        # seek in (on a 100,000-row store the same plan is chosen with or without statistics).
-        Message.objects.bulk_create(
-            Message(session=session, channel_id=session.channel_id, position=p, role="user")
-            for p in range(100, 3100)
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {Message._meta.db_table}")
+    _lengthen(session)
     hits = list(Message.objects.filter(session=session).order_by("position"))[1:3]
     ((sql, params),) = _statements(lambda: results.windows(hits, 2, False))
     plan = _explain(sql, params)
@@ -172,4 +178,18 @@ def test_the_windows_of_a_page_seek_each_hits_position_range(session):
         assert "msg_live_idx (session_id=? AND active=? AND position>? AND position<?)" in plan
     else:
         assert "msg_live_idx" in plan, plan
-        assert "position\" >= " in plan.split("Index Cond:")[1].splitlines()[0], plan
+        assert 'position" >= ' in plan.split("Index Cond:")[1].splitlines()[0], plan
+
+
+def test_the_hits_of_a_page_are_read_by_their_keys(session):
+    from search.rows import read_hits
+
+    _lengthen(session)
+    ids = list(Message.objects.filter(session=session, position__lt=3).values_list("pk", flat=True))
+    ((sql, params),) = _statements(lambda: read_hits(ids))
+    plan = _explain(sql, params)
+    if connection.vendor == "sqlite":
+        assert "SCAN" not in plan and plan.count("SEARCH") == 3, plan
+        assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+    else:
+        assert "sessions_app_message_pkey" in plan and "Seq Scan" not in plan, plan

@@ -604,3 +604,27 @@ def test_a_migrate_puts_back_search_triggers_a_table_rebuild_dropped():
     services.append_messages(session, [{"role": "user", "content": "wombat sighting"}])
     found = {h.message.content for h in search("sighting", Filters()).hits}
     assert found == {"quokka sighting", "wombat sighting"}
+
+
+def test_a_pages_hits_are_read_with_their_sessions_and_channels_in_one_statement(planted):
+    from django.test.utils import CaptureQueriesContext
+
+    from search.rows import MESSAGE_COLUMNS, read_hits
+
+    ids = list(Message.objects.filter(session_id=planted).values_list("pk", flat=True)[:5])
+    with CaptureQueriesContext(connection) as queries:
+        read = read_hits([*ids, 10**9])  # an id that no longer exists is left out
+        names = {m.session.channel.name for m in read.values()}
+    assert len(queries) == 1 and names == {"telegram"} and sorted(read) == sorted(ids)
+    for pk, message in read.items():
+        orm = Message.objects.select_related("session__channel").get(pk=pk)
+        assert [getattr(message, c) for c in MESSAGE_COLUMNS] == [
+            getattr(orm, c) for c in MESSAGE_COLUMNS
+        ]
+        assert (message.kind, message.session.pk, message.session.total_messages) == (
+            orm.kind,
+            orm.session.pk,
+            orm.session.total_messages,
+        )
+        # A column the page does not read still loads on access, as a deferred field does.
+        assert message.token_count == orm.token_count
