@@ -11,9 +11,11 @@ access, as a deferred field does, so a caller that wants more still gets it righ
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from functools import lru_cache
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from django.db.models.base import ModelState
 
@@ -44,22 +46,34 @@ def _columns(model: type[Model], names: tuple[str, ...], alias: str) -> tuple[li
     return [f"{alias}.{f.column}" for f in fields], [f.get_col(alias) for f in fields]
 
 
-def _converters(cols: list, start: int) -> list[_Converter]:
-    """The converters the ORM would apply to each column (the backend's, then the field's)."""
-    out = []
-    for offset, col in enumerate(cols):
-        convs = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+@lru_cache(maxsize=16)  # one per database connection (a thread's); a few threads at most
+def _reader(db: BaseDatabaseWrapper) -> tuple[str, list[_Converter]]:
+    """The statement (up to its list of ids) and, per column, the converters the ORM would
+    apply to it (the backend's, then the field's): worked out once, not on every search."""
+    message_cols, message_exprs = _columns(Message, MESSAGE_COLUMNS, "m")
+    session_cols, session_exprs = _columns(Session, SESSION_COLUMNS, "s")
+    channel_cols, channel_exprs = _columns(Channel, CHANNEL_COLUMNS, "c")
+    sql = (
+        f"SELECT {', '.join(message_cols + session_cols + channel_cols)} "  # noqa: S608 - our names
+        f"FROM {Message._meta.db_table} m "
+        f"JOIN {Session._meta.db_table} s ON s.id = m.session_id "
+        f"JOIN {Channel._meta.db_table} c ON c.id = s.channel_id "
+        "WHERE m.id IN "
+    )
+    converters = []
+    for pos, col in enumerate(message_exprs + session_exprs + channel_exprs):
+        convs = db.ops.get_db_converters(col) + col.get_db_converters(db)
         if convs:
-            out.append((start + offset, convs, col))
-    return out
+            converters.append((pos, convs, col))
+    return sql, converters
 
 
-def instance(model: type[Model], values: dict[str, Any]) -> Model:
+def instance(model: type[Model], values: dict[str, Any], db: str = DEFAULT_DB_ALIAS) -> Model:
     """A saved instance holding these attribute values, made as unpickling makes one (no
     ``__init__``: no signals, no defaults for the columns left out, which stay deferred)."""
     obj = model.__new__(model)
     state = ModelState()
-    state.adding, state.db = False, connection.alias
+    state.adding, state.db = False, db
     obj._state = state
     obj.__dict__.update(values)
     return obj
@@ -70,37 +84,32 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
     (``message.session.channel`` costs no query), in one statement that seeks the primary keys."""
     if not pks:
         return {}
-    message_cols, message_exprs = _columns(Message, MESSAGE_COLUMNS, "m")
-    session_cols, session_exprs = _columns(Session, SESSION_COLUMNS, "s")
-    channel_cols, channel_exprs = _columns(Channel, CHANNEL_COLUMNS, "c")
-    sql = (
-        f"SELECT {', '.join(message_cols + session_cols + channel_cols)} "  # noqa: S608 - our names
-        f"FROM {Message._meta.db_table} m "
-        f"JOIN {Session._meta.db_table} s ON s.id = m.session_id "
-        f"JOIN {Channel._meta.db_table} c ON c.id = s.channel_id "
-        f"WHERE m.id IN ({', '.join(['%s'] * len(pks))})"
-    )
-    converters = _converters(message_exprs + session_exprs + channel_exprs, 0)
-    n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(pks))
+    db = connections[DEFAULT_DB_ALIAS]
+    sql, converters = _reader(db)
+    with db.cursor() as cursor:
+        cursor.execute(f"{sql}({', '.join(['%s'] * len(pks))})", list(pks))
         fetched = cursor.fetchall()
+    n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
     out: dict[int, Message] = {}
     for raw in fetched:
         row = list(raw)
         for pos, convs, col in converters:
             value = row[pos]
             for convert in convs:
-                value = convert(value, col, connection)
+                value = convert(value, col, db)
             row[pos] = value
         channel = instance(
-            Channel, dict(zip(CHANNEL_COLUMNS, row[n_message + n_session :], strict=True))
+            Channel, dict(zip(CHANNEL_COLUMNS, row[n_message + n_session :], strict=True)), db.alias
         )
         session = instance(
-            Session, dict(zip(SESSION_COLUMNS, row[n_message : n_message + n_session], strict=True))
+            Session,
+            dict(zip(SESSION_COLUMNS, row[n_message : n_message + n_session], strict=True)),
+            db.alias,
         )
         session._state.fields_cache["channel"] = channel
-        message = instance(Message, dict(zip(MESSAGE_COLUMNS, row[:n_message], strict=True)))
+        message = instance(
+            Message, dict(zip(MESSAGE_COLUMNS, row[:n_message], strict=True)), db.alias
+        )
         message._state.fields_cache["session"] = session
         out[message.pk] = message
     return out

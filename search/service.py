@@ -182,8 +182,8 @@ def _hits(
         message = by_id.get(pk)
         if message is None or pk in carried_on:
             continue
-        nearby = around[pk]
-        start, end = results.bookmarks(nearby, message.session.total_messages)
+        shown = results.window_rows(around[pk], message)
+        start, end = results.bookmarks(shown, message.session.total_messages)
         hits.append(
             Hit(
                 message=message,
@@ -192,7 +192,7 @@ def _hits(
                 excerpt_html=results.excerpt_html(
                     search_text(message.content, message.tool_calls), needles
                 ),
-                window=results.window_rows(nearby, message),
+                window=shown,
                 start=start,
                 end=end,
                 rolled_back=rolled_back,

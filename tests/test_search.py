@@ -628,3 +628,24 @@ def test_a_pages_hits_are_read_with_their_sessions_and_channels_in_one_statement
         )
         # A column the page does not read still loads on access, as a deferred field does.
         assert message.token_count == orm.token_count
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "word " * 2000,  # long: the lead is cut from a flattened prefix
+        " " * 5000 + "late start " * 100,  # the prefix is all spaces: the whole is flattened
+        "\n".join(["x"] * 299),  # exactly as long as a lead once flattened
+        "short  and\tspaced",
+    ],
+)
+def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
+    from search.results import BOOKMARK_LEAD_CHARS, LEAD_CHARS, Nearby, WindowRow, _lead, bookmarks
+
+    row = Nearby(1, "s", 0, "user", content, None, True, False, False, "2026-12-01 10:00:00")
+    flat = " ".join(content.split())
+    for limit in (LEAD_CHARS, BOOKMARK_LEAD_CHARS):
+        assert _lead(row, limit) == (flat if len(flat) <= limit else flat[: limit - 1] + "…")
+    lead = _lead(row, LEAD_CHARS)
+    window = [WindowRow(1, 0, "user", "live", lead, row.created_at, True)]
+    assert bookmarks(window, 1)[0].lead == _lead(row, BOOKMARK_LEAD_CHARS)
