@@ -8,7 +8,7 @@ from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
@@ -63,7 +63,7 @@ class SearchQuery(Schema):
         return self
 
 
-class MessageRef(Schema):
+class MessageRef(BaseModel):
     id: int
     position: int
     role: str
@@ -72,13 +72,13 @@ class MessageRef(Schema):
     created_at: datetime
 
 
-class SessionRef(Schema):
+class SessionRef(BaseModel):
     id: UUID
     title: str
     channel: str
 
 
-class WindowRowOut(Schema):
+class WindowRowOut(BaseModel):
     id: int
     position: int
     role: str
@@ -88,7 +88,7 @@ class WindowRowOut(Schema):
     is_hit: bool
 
 
-class BookmarkOut(Schema):
+class BookmarkOut(BaseModel):
     position: int
     of: int = Field(description="Messages in the whole conversation.")
     timestamp: datetime
@@ -96,12 +96,12 @@ class BookmarkOut(Schema):
     lead: str
 
 
-class Bookmarks(Schema):
+class Bookmarks(BaseModel):
     start: BookmarkOut
     end: BookmarkOut
 
 
-class HitOut(Schema):
+class HitOut(BaseModel):
     message: MessageRef
     session: SessionRef
     score: float | None = Field(description="BM25 (lower is better); null for scan hits.")
@@ -111,7 +111,7 @@ class HitOut(Schema):
     rolled_back: bool
 
 
-class SearchOut(Schema):
+class SearchOut(BaseModel):
     query: str
     index: str | None = Field(description="words, bigram, trigram or scan; null if none matched.")
     tried: list[str]
