@@ -90,6 +90,7 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
         cursor.execute(f"{sql}({', '.join(['%s'] * len(pks))})", list(pks))
         fetched = cursor.fetchall()
     n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
+    sessions: dict[Any, Session] = {}  # a page's hits share a channel and often sessions
     out: dict[int, Message] = {}
     for raw in fetched:
         row = list(raw)
@@ -98,15 +99,20 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
             for convert in convs:
                 value = convert(value, col, db)
             row[pos] = value
-        channel = instance(
-            Channel, dict(zip(CHANNEL_COLUMNS, row[n_message + n_session :], strict=True)), db.alias
-        )
-        session = instance(
-            Session,
-            dict(zip(SESSION_COLUMNS, row[n_message : n_message + n_session], strict=True)),
-            db.alias,
-        )
-        session._state.fields_cache["channel"] = channel
+        session = sessions.get(row[n_message])
+        if session is None:
+            channel = instance(
+                Channel,
+                dict(zip(CHANNEL_COLUMNS, row[n_message + n_session :], strict=True)),
+                db.alias,
+            )
+            session = instance(
+                Session,
+                dict(zip(SESSION_COLUMNS, row[n_message : n_message + n_session], strict=True)),
+                db.alias,
+            )
+            session._state.fields_cache["channel"] = channel
+            sessions[session.pk] = session
         message = instance(
             Message, dict(zip(MESSAGE_COLUMNS, row[:n_message], strict=True)), db.alias
         )

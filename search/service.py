@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["Filters", "Hit", "InvalidQuery", "SearchResult", "search"]
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: a frozen dataclass is 4-5 times slower to build (one per hit)
 class Hit:
     message: Message
     session: Session

@@ -642,7 +642,7 @@ def test_a_pages_hits_are_read_with_their_sessions_and_channels_in_one_statement
 def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
     from search.results import BOOKMARK_LEAD_CHARS, LEAD_CHARS, Nearby, WindowRow, _lead, bookmarks
 
-    row = Nearby(1, "s", 0, "user", content, None, True, False, False, "2026-12-01 10:00:00")
+    row = Nearby((1, 0, "user", content, None, True, False, False, "2026-12-01 10:00:00"))
     flat = " ".join(content.split())
     for limit in (LEAD_CHARS, BOOKMARK_LEAD_CHARS):
         assert _lead(row, limit) == (flat if len(flat) <= limit else flat[: limit - 1] + "…")
