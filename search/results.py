@@ -201,7 +201,7 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
             nearby[row[0]].append(Nearby(row, 1))
     out = {}
     for hit, rows in zip(hits, nearby, strict=True):
-        here, hit_pk, last = order_key(hit), hit.pk, hit.position + slack
+        here, hit_pk, last = order_key(hit), hit.id, hit.position + slack
         visible = sorted(
             (
                 r
@@ -223,7 +223,7 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
 def order_key(row: Message | Nearby) -> tuple[int, int, int]:
     """Conversation order: a summary shares the position of the first original it replaced and
     comes before the originals it stands for."""
-    return (row.position, 0 if row.is_summary else 1, row.pk)
+    return (row.position, 0 if row.is_summary else 1, row.id)
 
 
 def _window_exact(
@@ -261,15 +261,16 @@ def _window_exact(
 
 
 def window_rows(rows: list[Message], hit: Message) -> list[WindowRow]:
+    hit_id = hit.id  # ``pk`` is a property that looks the primary key up, on every row
     return [
         WindowRow(
-            id=row.pk,
+            id=row.id,
             position=row.position,
             role=row.role,
             kind=row.kind,
             lead=_lead(row, LEAD_CHARS),
             created_at=row.created_at,
-            is_hit=row.pk == hit.pk,
+            is_hit=row.id == hit_id,
         )
         for row in rows
     ]
