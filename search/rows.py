@@ -60,12 +60,20 @@ def _reader(db: BaseDatabaseWrapper) -> tuple[str, list[_Converter]]:
         f"JOIN {Channel._meta.db_table} c ON c.id = s.channel_id "
         "WHERE m.id IN "
     )
-    converters = []
+    converters: list[_Converter] = []
     for pos, col in enumerate(message_exprs + session_exprs + channel_exprs):
         convs = db.ops.get_db_converters(col) + col.get_db_converters(db)
         if convs:
             converters.append((pos, convs, col))
     return sql, converters
+
+
+def _convert(row: list, converters: list[_Converter], db: BaseDatabaseWrapper) -> None:
+    for pos, convs, col in converters:
+        value = row[pos]
+        for convert in convs:
+            value = convert(value, col, db)
+        row[pos] = value
 
 
 def instance(model: type[Model], values: dict[str, Any], db: str = DEFAULT_DB_ALIAS) -> Model:
@@ -90,17 +98,19 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
         cursor.execute(f"{sql}({', '.join(['%s'] * len(pks))})", list(pks))
         fetched = cursor.fetchall()
     n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
-    sessions: dict[Any, Session] = {}  # a page's hits share a channel and often sessions
+    session_at = MESSAGE_COLUMNS.index("session_id")
+    # The session's columns are converted once per session (a page's hits share a channel and
+    # often sessions), and the message's session_id is that session's converted id.
+    of_message = [c for c in converters if c[0] < n_message and c[0] != session_at]
+    of_session = [c for c in converters if c[0] >= n_message]
+    sessions: dict[Any, Session] = {}
     out: dict[int, Message] = {}
     for raw in fetched:
         row = list(raw)
-        for pos, convs, col in converters:
-            value = row[pos]
-            for convert in convs:
-                value = convert(value, col, db)
-            row[pos] = value
         session = sessions.get(row[n_message])
         if session is None:
+            key = row[n_message]
+            _convert(row, of_session, db)
             channel = instance(
                 Channel,
                 dict(zip(CHANNEL_COLUMNS, row[n_message + n_session :], strict=True)),
@@ -112,7 +122,9 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
                 db.alias,
             )
             session._state.fields_cache["channel"] = channel
-            sessions[session.pk] = session
+            sessions[key] = session
+        _convert(row, of_message, db)
+        row[session_at] = session.pk
         message = instance(
             Message, dict(zip(MESSAGE_COLUMNS, row[:n_message], strict=True)), db.alias
         )
