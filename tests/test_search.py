@@ -649,3 +649,19 @@ def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
     lead = _lead(row, LEAD_CHARS)
     window = [WindowRow(1, 0, "user", "live", lead, row.created_at, True)]
     assert bookmarks(window, 1)[0].lead == _lead(row, BOOKMARK_LEAD_CHARS)
+
+
+@pytest.mark.parametrize(("window", "statements"), [(2, 2), (0, 1)])
+def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, window, statements):
+    from django.test.utils import CaptureQueriesContext
+
+    from search.query import parse
+    from search.service import _hits
+
+    ids = list(Message.objects.filter(session_id=planted).values_list("pk", flat=True))
+    assert len(ids) > 20
+    for page in (ids[:1], ids[:20]):
+        with CaptureQueriesContext(connection) as queries:
+            hits = _hits([(pk, None, False) for pk in page], parse("x"), window, False, ids[-2:])
+        # The page with its edge rows, sessions and channels; then every window at once.
+        assert len(queries) == statements and len(hits) == len(page)
