@@ -159,7 +159,7 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
     if not hits:
         return {}
     slack = size + 1  # room for a rolled-back row inside the range; more falls back to exact
-    # One statement for every hit: a list of (hit, session, first, last) position ranges joined
+    # One statement for every hit: a list of (hit, session, low, high) position ranges joined
     # to the messages, each range an index seek of (session, active, position) in msg_live_idx
     # (naming both values of ``active`` lets it seek the positions too, not read the whole
     # session). It plans faster than a UNION ALL of one SELECT per hit (on PostgreSQL 1.7
