@@ -2,7 +2,8 @@
 
 A lookup reads the newest ``search.rank_window`` matches first. A query that matches more (a
 common word) could only be ranked within those, so an older, better match was never returned
-however far one paged. For such a query the worker keeps its *best rows*: every match up to a
+however far one paged. For such a query -- and for one whose lookup is slow (``SLOW_SECONDS``)
+-- the worker keeps its *best rows*: every match up to a
 message id (``upto``) scored once, the best ``search.rank_keep`` kept with their scores, for one
 scope (a channel, or every channel). A lookup then merges them with the matches newer than
 ``upto`` -- the newest window holds those -- scored on the same index, and the page is exact as
@@ -42,6 +43,10 @@ ASK_EVERY_SECONDS = 30.0
 # ...once the matches newer than the kept rows reach this share of a window (1/10): each costs
 # the lookup a moment to score (on SQLite, a pass over the term's matches to count them).
 REFRESH_SHARE = 10
+# A query that matches fewer than a window is kept too when its lookup took this long (a phrase
+# of common words, whose position lists the index intersects on every lookup): then only its
+# matches newer than the refresh are read.
+SLOW_SECONDS = 0.002
 
 Scored = tuple[int, float]
 
@@ -117,6 +122,7 @@ def combine(
     window_ranked: Callable[[int], list[Scored]],
     limit: int,
     offset: int,
+    window_complete: Callable[[], bool] = lambda: False,
 ) -> tuple[list[Scored], bool]:
     """The page (lower scores first, then ids) and whether it is exactly ranked over every match.
 
@@ -125,7 +131,8 @@ def combine(
     then id: ties are common where ``ts_rank`` ignores length) are the true head of the
     ranking: a match not kept ranks after it, and a newer match tied with it has a greater id
     than every older one. Past that head, ``window_ranked(n)`` (the newest window's best
-    ``n``) fills the page, without the head's rows."""
+    ``n``) fills the page, without the head's rows: exact too if that window held every match
+    (``window_complete()``, asked after it was read)."""
     scores = dict(kept_rows)
     scores.update(fresh)  # a fresh score is the newer one
     merged = sorted(scores.items(), key=lambda r: (r[1], r[0]))
@@ -137,7 +144,7 @@ def combine(
         return head[offset : offset + limit], True
     seen = {pk for pk, _ in head}
     rest = [r for r in window_ranked(offset + limit + len(head)) if r[0] not in seen]
-    return (head + rest)[offset : offset + limit], False
+    return (head + rest)[offset : offset + limit], window_complete()
 
 
 _asked: dict[tuple[str, str, int], float] = {}

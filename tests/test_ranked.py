@@ -148,6 +148,54 @@ def test_the_least_recently_refreshed_queries_go_beyond_the_cap(db, hermes_confi
         assert [row[0] for row in cursor.fetchall()] == ['"q1"', '"q2"']
 
 
+def test_a_slow_query_that_fills_no_window_is_kept_too_and_then_reads_only_newer_matches(
+    db, monkeypatch
+):
+    monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)  # every lookup counts as slow
+    channel, session, old = _conversation("ranked-slow", newer=30)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    first = search("alpha", filters, limit=5)
+    assert first.ranked_within is None and first.hits[0].message.pk == old.pk
+    newest = services.append_messages(session, [_said(50)], run_hooks=False).messages[0]
+    read: list[tuple[str, list]] = []
+
+    def record(execute, sql, params, many, context):
+        read.append((sql, list(params or [])))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        again = search("alpha", filters, limit=5)
+    assert [h.message.pk for h in again.hits[:2]] == [newest.pk, old.pk]
+    assert (again.total, again.total_exact, again.ranked_within) == (32, True, None)
+    # The matches are walked newest first only down to the refresh, never the whole window.
+    walks = [(sql, params) for sql, params in read if "DESC LIMIT" in sql]
+    assert walks, read
+    for sql, params in walks:
+        if connection.vendor == "sqlite":
+            assert params[-2] >= old.pk + 30, (sql, params)  # rowid > upto
+        else:
+            assert "m.id > %s" in sql, sql
+
+
+def test_a_page_past_the_kept_head_of_a_query_that_fills_no_window_is_still_exact(
+    db, hermes_config, monkeypatch
+):
+    hermes_config(search={"rank_keep": 20})
+    monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)
+    channel, _, _ = _conversation("ranked-slow-deep", newer=60)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=10)
+    whole = [
+        h.message.pk
+        for h in search(
+            "alpha", Filters(rank_window=100, channel_id=channel.pk, role="user"), limit=61
+        ).hits
+    ]
+    pages = [search("alpha", filters, limit=10, offset=n * 10) for n in range(7)]
+    assert all(page.ranked_within is None for page in pages)
+    assert [h.message.pk for page in pages for h in page.hits] == whole
+
+
 def test_no_refresh_is_asked_for_when_ranking_over_every_match_is_off(db, hermes_config):
     hermes_config(search={"rank_queries": 0})
     channel, _, old = _conversation("ranked-off")

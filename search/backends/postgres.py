@@ -8,6 +8,7 @@ but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -83,10 +84,11 @@ def run_fts(
         cursor.execute(sql, [*query_params, *params, filters.rank_window, n, skip])
         return cursor.fetchall()
 
+    started = time.perf_counter()
     with connection.cursor() as cursor:
-        # A common query whose best rows the worker keeps: with the scope alone (a channel, or
-        # none) only its newer matches are read and scored; narrowed further, the newest
-        # window first, which may hold every match there is.
+        # A query whose best rows the worker keeps (a common or a slow one): with the scope
+        # alone (a channel, or none) only its newer matches are read and scored; narrowed
+        # further, the newest window first, which may hold every match there is.
         best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
         others = filters_sql(replace(filters, channel_id=None))
 
@@ -105,10 +107,12 @@ def run_fts(
             count = first[0][2] if first else 0
         else:
             count = rows[0][2] if rows else 0
-        if count >= filters.rank_window:
-            if best is None:
-                ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
-            elif others[0] and (answer := over_every_match(best)) is not None:
+        slow = time.perf_counter() - started > ranked.SLOW_SECONDS
+        if best is None and (count >= filters.rank_window or (slow and count)):
+            ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+        elif best is not None and count >= filters.rank_window and others[0]:
+            answer = over_every_match(best)
+            if answer is not None:
                 return answer
     page = [(pk, float(score)) for pk, score, _ in rows]
     return page, count >= filters.rank_window, count
@@ -153,13 +157,15 @@ def _over_every_match(
     if len(fresh) >= filters.rank_window:
         return None
     kept = ranked.kept(cursor, best, *others)
+    counted: list[int] = []
+
+    def tail(n: int) -> list[tuple[int, float]]:
+        rows = window_ranked(n)
+        counted.append(rows[0][2] if rows else 0)
+        return [(pk, float(score)) for pk, score, _ in rows]
+
     page, exact = ranked.combine(
-        best,
-        kept,
-        fresh,
-        lambda n: [(pk, float(score)) for pk, score, _ in window_ranked(n)],
-        limit,
-        offset,
+        best, kept, fresh, tail, limit, offset, lambda: counted[-1] < filters.rank_window
     )
     if not others[0]:  # the scope alone: the kept count is of the same rows
         return page, not exact, best.matched + len(fresh), True

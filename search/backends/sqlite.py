@@ -3,6 +3,7 @@ bounded scan that ends every fallback chain."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -62,6 +63,7 @@ def run_fts(
         return f"SELECT {columns} FROM {t}{join} WHERE {clause}"
 
     full = table(route.index)
+    started = time.perf_counter()
     with connection.cursor() as cursor:
 
         def newest(above: int = 0) -> list[int]:
@@ -98,18 +100,21 @@ def run_fts(
                     break
             return scored
 
-        # A common query whose best rows the worker keeps: with the scope alone (a channel, or
-        # none) it reads only its newer matches; narrowed further (a session, a role, a time),
-        # it reads the newest window first, which may hold every match there is.
+        # A query whose best rows the worker keeps (a common or a slow one): with the scope
+        # alone (a channel, or none) it reads only its newer matches; narrowed further (a
+        # session, a role, a time), the newest window first, which may hold every match.
         best = None
         if not route.like:
             best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
         others = filters_sql(replace(filters, channel_id=None))
 
+        def window_complete() -> bool:
+            return candidates is not None and len(candidates) < filters.rank_window
+
         def over_every_match(best: ranked.Best, newer: list[int]) -> tuple:
             return _over_every_match(
-                cursor, route, filters, best, newer, select, filter_params, window_ranked,
-                others, limit, offset,
+                cursor, route, filters, best, newer, select, filter_params,
+                (window_ranked, window_complete), others, limit, offset,
             )  # fmt: skip
 
         if best is not None and not others[0]:
@@ -120,11 +125,13 @@ def run_fts(
         capped = len(candidates) >= filters.rank_window
         if best is not None and capped and candidates[-1] <= best.upto:
             return over_every_match(best, [pk for pk in candidates if pk > best.upto])
-        if capped and not route.like:
-            ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
         if not candidates:
             return [], False, 0, True
-        return window_ranked(limit, offset), capped, len(candidates), not capped
+        page = window_ranked(limit, offset)
+        slow = time.perf_counter() - started > ranked.SLOW_SECONDS
+        if (capped or (slow and best is None)) and not route.like:
+            ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+        return page, capped, len(candidates), not capped
 
 
 def _over_every_match(
@@ -135,7 +142,7 @@ def _over_every_match(
     newer: list[int],
     select: Callable[[str, str], str],
     filter_params: list,
-    window_ranked: Callable[[int], list[tuple[int, float]]],
+    window: tuple[Callable[[int], list[tuple[int, float]]], Callable[[], bool]],
     others: tuple[list[str], list],
     limit: int,
     offset: int,
@@ -157,7 +164,7 @@ def _over_every_match(
         fresh = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
     where, params = others
     kept = ranked.kept(cursor, best, where, params)
-    page, exact = ranked.combine(best, kept, fresh, window_ranked, limit, offset)
+    page, exact = ranked.combine(best, kept, fresh, window[0], limit, offset, window[1])
     if not where:  # the scope alone: the kept count is of the same rows
         return page, not exact, best.matched + len(newer), True
     # Narrowed further: at least a window's worth (it filled one), or what was seen.
