@@ -135,11 +135,71 @@ def vector(index: str, alias: str = "m") -> str:
     return f"{alias}.{COLUMNS[index]}"
 
 
-def substring_match(alias: str = "m") -> str:
-    """SQL true when the row's searchable text contains a ``%s`` ILIKE pattern (two parameters:
-    the same pattern twice). Content and tool calls are matched separately so that each side
-    uses its own trigram index and a row without tool calls costs nothing extra."""
-    return f"({alias}.content ILIKE %s OR hermes_tool_text({alias}.tool_calls) ILIKE %s)"
+def substring_match(alias: str = "m", patterns: int = 1, operator: str = "ILIKE") -> str:
+    """SQL true when the row's searchable text matches one of ``patterns`` ``%s`` patterns
+    (parameters: the patterns, then the same again). Content and tool calls are matched
+    separately so that each side uses its own trigram index and a row without tool calls costs
+    nothing extra; content first, where most matches are."""
+    content = [f"{alias}.content {operator} %s"] * patterns
+    tools = [f"hermes_tool_text({alias}.tool_calls) {operator} %s"] * patterns
+    return "(" + " OR ".join(content + tools) + ")"
+
+
+# ILIKE folds both sides with lower() and costs 5-8 times what LIKE does (most of a scan's or
+# a trigram recheck's time); where the needle's case variants are few, LIKE on each is the same
+# match for less. What lower() does is read from the database itself (its LC_CTYPE decides).
+MAX_VARIANTS = 4
+_FOLDS: dict[tuple, dict[str, frozenset[str]] | None] = {}
+
+
+def case_folds(cursor, key: tuple) -> dict[str, frozenset[str]] | None:
+    """For every BMP character lower() changes or produces, every character lower() maps to the
+    same result (itself included); characters absent are their own only variant. None where
+    ILIKE does not fold character by character (an ICU or non-UTF-8 database): ILIKE stays.
+    Read once per database (about 40 ms), keyed by ``key``."""
+    if key in _FOLDS:
+        return _FOLDS[key]
+    cursor.execute(
+        "SELECT current_setting('server_encoding'), current_setting('server_version_num')::int"
+    )
+    encoding, version = cursor.fetchone()
+    provider = "c"
+    if version >= 150000:
+        cursor.execute("SELECT datlocprovider FROM pg_database WHERE datname = current_database()")
+        provider = cursor.fetchone()[0]
+    folds: dict[str, frozenset[str]] | None = None
+    if encoding == "UTF8" and provider == "c":
+        cursor.execute(
+            "SELECT chr(c), lower(chr(c)) FROM generate_series(1, 65535) c "
+            "WHERE c NOT BETWEEN 55296 AND 57343 AND lower(chr(c)) <> chr(c)"
+        )
+        pairs = cursor.fetchall()
+        if all(len(low) == 1 for _, low in pairs):
+            changed = {char for char, _ in pairs}
+            groups: dict[str, set[str]] = {}
+            for char, low in pairs:
+                groups.setdefault(low, {low} - changed).add(char)
+            folds = {low: frozenset(chars) for low, chars in groups.items()}
+            folds.update({char: folds[low] for char, low in pairs})
+    _FOLDS[key] = folds
+    return folds
+
+
+def _own_first(ch: str, chars) -> list[str]:
+    return sorted(chars, key=lambda c: (c != ch, c))
+
+
+def case_variants(needle: str, folds: dict[str, frozenset[str]] | None) -> list[str] | None:
+    """Every string ILIKE takes for ``needle`` (so LIKE on each is the same match), or None when
+    there are more than MAX_VARIANTS or the folding is not known for a character."""
+    if folds is None or any(ord(ch) > 0xFFFF for ch in needle):
+        return None
+    variants = [""]
+    for ch in needle:
+        variants = [v + c for v in variants for c in _own_first(ch, folds.get(ch, (ch,)))]
+        if len(variants) > MAX_VARIANTS:
+            return None
+    return variants
 
 
 def _schemas(cursor) -> dict[str, str]:

@@ -30,11 +30,23 @@ WALK_ONLY = (
 
 
 def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
-    """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are."""
+    """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are: LIKE
+    on each case variant where there are few (a CJK or punctuation needle has one), ILIKE
+    otherwise -- the same rows either way, LIKE at a fraction of ILIKE's cost per row."""
+    settings = connection.settings_dict
+    with connection.cursor() as cursor:
+        folds = pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
+    clauses: list[str] = []
     params: list = []
     for needle in needles:
-        params += [like_pattern(needle)] * 2
-    return [pg.substring_match() for _ in needles], params
+        variants = pg.case_variants(needle, folds)
+        if variants is not None:
+            clauses.append(pg.substring_match(patterns=len(variants), operator="LIKE"))
+            params += [like_pattern(v) for v in variants] * 2
+        else:
+            clauses.append(pg.substring_match())
+            params += [like_pattern(needle)] * 2
+    return clauses, params
 
 
 def _tsquery(route: Route) -> tuple[str, list]:
