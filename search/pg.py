@@ -135,6 +135,18 @@ def vector(index: str, alias: str = "m") -> str:
     return f"{alias}.{COLUMNS[index]}"
 
 
+def narrowed_match(pairs: int, alias: str = "m") -> str:
+    """substring_match's ILIKE with a cheap necessary condition first on the content: one of
+    ``pairs`` LIKE patterns, then the ILIKE pattern, then the ILIKE pattern on the tool calls.
+    For walks only: a bitmap plan could read the pairs through the trigram index, which has no
+    trigram for two characters and would read all of it."""
+    pairs_sql = " OR ".join([f"{alias}.content LIKE %s"] * pairs)
+    return (
+        f"((({pairs_sql}) AND {alias}.content ILIKE %s)"
+        f" OR hermes_tool_text({alias}.tool_calls) ILIKE %s)"
+    )
+
+
 def substring_match(alias: str = "m", patterns: int = 1, operator: str = "ILIKE") -> str:
     """SQL true when the row's searchable text matches one of ``patterns`` ``%s`` patterns
     (parameters: the patterns, then the same again). Content and tool calls are matched
@@ -183,6 +195,30 @@ def case_folds(cursor, key: tuple) -> dict[str, frozenset[str]] | None:
             folds.update({char: folds[low] for char, low in pairs})
     _FOLDS[key] = folds
     return folds
+
+
+# Letter pairs too common in English text to narrow a walk much.
+COMMON_PAIRS = frozenset(
+    "th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le"
+    " ve co me de hi ri ro ic ne ea ra ce li ch ll be ma si om ur ca el ta la ns ge".split()
+)
+
+
+def narrowing_pair(needle: str, folds: dict[str, frozenset[str]] | None) -> list[str] | None:
+    """The case variants of a two-character piece of ``needle`` (at most MAX_VARIANTS, a pair
+    with a non-letter or a rare pair of letters preferred): a row the needle matches contains
+    one of them, and LIKE finds that for a fraction of what ILIKE costs. None if no piece
+    qualifies."""
+    best: tuple[tuple[bool, bool], list[str]] | None = None
+    for i in range(len(needle) - 1):
+        piece = needle[i : i + 2]
+        variants = case_variants(piece, folds)
+        if variants is None:
+            continue
+        rank = (not any(not ch.isalpha() for ch in piece), piece.lower() in COMMON_PAIRS)
+        if best is None or rank < best[0]:
+            best = (rank, variants)
+    return best[1] if best else None
 
 
 def _own_first(ch: str, chars) -> list[str]:

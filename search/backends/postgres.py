@@ -8,12 +8,14 @@ but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
-from django.db import connection
+from django.db import connection, transaction
 
 from search import pg, ranked
 from search.backends import common
@@ -29,10 +31,11 @@ WALK_ONLY = (
 )
 
 
-def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
+def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[list[str], list]:
     """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are: LIKE
     on each case variant where there are few (a CJK or punctuation needle has one), ILIKE
-    otherwise -- the same rows either way, LIKE at a fraction of ILIKE's cost per row."""
+    otherwise -- the same rows either way, LIKE at a fraction of ILIKE's cost per row.
+    ``narrowed`` (walks only, see pg.narrowed_match): ILIKE only where LIKE found a piece."""
     settings = connection.settings_dict
     with connection.cursor() as cursor:
         folds = pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
@@ -40,9 +43,13 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
     params: list = []
     for needle in needles:
         variants = pg.case_variants(needle, folds)
+        pairs = pg.narrowing_pair(needle, folds) if narrowed and variants is None else None
         if variants is not None:
             clauses.append(pg.substring_match(patterns=len(variants), operator="LIKE"))
             params += [like_pattern(v) for v in variants] * 2
+        elif pairs is not None:
+            clauses.append(pg.narrowed_match(len(pairs)))
+            params += [like_pattern(p) for p in pairs] + [like_pattern(needle)] * 2
         else:
             clauses.append(pg.substring_match())
             params += [like_pattern(needle)] * 2
@@ -59,6 +66,108 @@ def _tsquery(route: Route) -> tuple[str, list]:
     return "(" + " && ".join(parts) + ")", params
 
 
+# The trigram route's newest-first search (_trigram_candidates): the first walk's length, and
+# how many rows a walk reads for the cost of one match read through the trigram index (its
+# heap page, often not in memory, and its text checked again).
+PROBE_ROWS = 2_000
+WALK_PER_MATCH = 20
+# A walk: the primary key backwards. Through the index: the trigram index's bitmap alone (not
+# ANDed with the key's, which the planner would do or not by its estimates). Neither in
+# parallel nor compiled (JIT): on a small machine both cost more than these statements run.
+QUIET = {"jit": "off", "max_parallel_workers_per_gather": "0"}
+WALK = {"enable_bitmapscan": "off", "enable_sort": "off", **QUIET}
+INDEX = {"enable_indexscan": "off", "enable_seqscan": "off", **QUIET}
+
+
+@contextmanager
+def _planner(cursor) -> Iterator[Callable[[dict[str, str]], None]]:
+    """``use(plan)`` fixes the plan of the statements that follow; at the end the settings are
+    put back as they were (SET LOCAL alone would last to the end of a caller's transaction)."""
+    names = sorted({*WALK, *INDEX})
+    cursor.execute("SELECT " + ", ".join(["current_setting(%s)"] * len(names)), names)
+    before = dict(zip(names, cursor.fetchone(), strict=True))
+    assign = "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names))
+
+    def use(plan: dict[str, str]) -> None:
+        settings = {**before, **plan}
+        cursor.execute(assign, [v for name in names for v in (name, settings[name])])
+
+    try:
+        yield use
+    finally:
+        use({})
+
+
+def trigram_statements(walk: list[str], index: list[str]) -> tuple[str, str, str]:
+    """The newest matches: of everything (``index`` clauses, the planner's choice); in an id
+    range (``walk`` clauses); below an id, through the trigram index alone ("+ 0" keeps the
+    key out of the plan). Parameters: the clauses', then the bounds, then the limit."""
+    order = " ORDER BY m.id DESC LIMIT %s"
+    walk_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(walk)}"
+    index_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(index)}"
+    return (
+        index_base + order,
+        walk_base + " AND m.id >= %s AND m.id < %s" + order,
+        index_base + " AND m.id + 0 < %s" + order,
+    )
+
+
+def _trigram_candidates(
+    route: Route, filters: Filters, where: list[str], where_params: list
+) -> list[int]:
+    """The newest ``rank_window`` matching rows, newest first.
+
+    Reading every match of a common fragment through the trigram index and sorting them by
+    recency costs more the longer the history (at 1,000,000 messages, 130,000 rows for a common
+    CJK word: 0.7-2 s), and without statistics the planner cannot tell a common fragment from a
+    rare one. So the newest rows are walked first (the primary key backwards, as the scan does,
+    with a cheap LIKE before any ILIKE): where matches are dense that finds them soonest. The
+    density found decides what is next: walking on while that reads fewer rows than
+    WALK_PER_MATCH for each match the index would fetch below, else the trigram index reads
+    what is left. Each statement's plan is fixed, so none hinges on the planner's estimates;
+    the hits are the same either way. (A session's rows have their own index: there the planner
+    chooses.)"""
+    needles = tuple(p for p, _ in route.phrases)
+    match, match_params = _like_clauses(needles)
+    extra, extra_params = _like_clauses(route.like)
+    walk_match, walk_params = _like_clauses(needles, narrowed=True)
+    walk_extra, walk_extra_params = _like_clauses(route.like, narrowed=True)
+    whole, walk, rest = trigram_statements(
+        [INDEXED, *where, *walk_match, *walk_extra], [INDEXED, *match, *where, *extra]
+    )
+    params = [*match_params, *where_params, *extra_params]
+    walk_params = [*where_params, *walk_params, *walk_extra_params]
+    want = filters.rank_window
+    with transaction.atomic(), connection.cursor() as cursor:
+        if filters.session_id is not None:
+            cursor.execute(whole, [*params, want])
+            return [row[0] for row in cursor.fetchall()]
+        cursor.execute(f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}")
+        lowest, highest = cursor.fetchone()
+        if lowest is None:
+            return []
+        reached = min(filters.before_id or highest + 1, highest + 1)
+        found: list[int] = []
+        read, rows = 0, PROBE_ROWS
+        with _planner(cursor) as use:
+            use(WALK)
+            while reached > lowest and len(found) < want:
+                lower = max(reached - rows, lowest)
+                cursor.execute(walk, [*walk_params, lower, reached, want - len(found)])
+                found += [row[0] for row in cursor.fetchall()]
+                read, reached = read + reached - lower, lower
+                density = len(found) / read
+                to_walk = (want - len(found)) / density if found else math.inf
+                if to_walk > WALK_PER_MATCH * density * (reached - lowest):
+                    break
+                rows = int(min(to_walk * 1.25, 4 * read)) + 1
+            if reached > lowest and len(found) < want:
+                use(INDEX)
+                cursor.execute(rest, [*params, reached, want - len(found)])
+                found += [row[0] for row in cursor.fetchall()]
+        return found
+
+
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
 ) -> tuple[list[tuple[int, float | None]], bool, int]:
@@ -68,16 +177,7 @@ def run_fts(
     the worker has them; trigram matches are newest first."""
     where, params = filters_sql(filters)
     if route.index == "trigram":
-        match, match_params = _like_clauses(tuple(p for p, _ in route.phrases))
-        extra, extra_params = _like_clauses(route.like)
-        clauses = [INDEXED, *match, *where, *extra]
-        sql = (
-            f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(clauses)} "
-            "ORDER BY m.id DESC LIMIT %s"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*match_params, *params, *extra_params, filters.rank_window])
-            candidates = [row[0] for row in cursor.fetchall()]
+        candidates = _trigram_candidates(route, filters, where, params)
         page = [(pk, None) for pk in candidates[offset : offset + limit]]
         return page, len(candidates) >= filters.rank_window, len(candidates)
     query, query_params = _tsquery(route)

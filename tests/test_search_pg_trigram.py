@@ -1,0 +1,161 @@
+"""PostgreSQL's trigram route walks the newest rows first and reads the trigram index for what
+is left where matches are sparse: the same hits as one statement over everything, and plans fixed
+whether or not the planner has statistics."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from sessions_app import services
+from sessions_app.keys import create_channel
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's trigram index is FTS5"
+)
+
+ROWS = 1_200
+
+
+@pytest.fixture
+def corpus(db):
+    """Two channels, 150 rows of each in turn; in each, ``dense`` in every fourth message,
+    ``sparse`` in every 75th (in upper case in every 150th), ``oldonly`` in the oldest 25."""
+    channels = [create_channel(f"trigram-{n}")[0] for n in range(2)]
+    sessions = [services.open_session(c, model="gpt-4o").session for c in channels]
+    # Older filler, so that the planner weighs its choices on a table of some size (on a
+    # thousand rows any plan is cheap): 20,000 rows of code and prose in a third session.
+    filler = services.open_session(channels[0], model="gpt-4o").session
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO sessions_app_message (session_id, channel_id, position, role, content,"
+            " token_count, active, compressed, is_summary, is_fallback_summary, created_at,"
+            " rollback_reason) SELECT %s, %s, n, 'user', CASE n %% 3 WHEN 0 THEN"
+            " 'def get_user_by_email(email): return ' || n WHEN 1 THEN '缓存失效 服务器超时 ' || n"
+            " ELSE 'restart the worker queue after deploy ' || n END, 10, n %% 4 <> 0, n %% 4 = 0,"
+            " false, false, now(), '' FROM generate_series(1, 20000) n",
+            [filler.pk, channels[0].pk],
+        )
+    for start in range(0, ROWS // 2, 150):
+        for session in sessions:
+            batch = []
+            for i in range(start, start + 150):
+                words = ["filler text", f"row{i}"]
+                if i % 4 == 0:
+                    words.append("数据库dense")
+                if i % 75 == 0:
+                    words.append("SPARSEword" if i % 150 == 0 else "sparseword")
+                if i < 25:
+                    words.append("oldonly")
+                batch.append({"role": "user", "content": " ".join(words)})
+            services.append_messages(session, batch, run_hooks=False)
+    return channels
+
+
+def _reference(needle: str, filters, window: int) -> list[int]:
+    """The newest ``window`` matches by one plain statement: what the ranges must equal."""
+    from search.backends.common import filters_sql
+
+    where, params = filters_sql(filters)
+    clauses = " AND ".join(["m.content ILIKE %s", *where])  # the filters' constant SQL
+    sql = (
+        "SELECT m.id FROM sessions_app_message m WHERE (m.active OR m.compressed) AND "  # noqa: S608
+        f"{clauses} ORDER BY m.id DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [f"%{needle}%", *params, window])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _forget_statistics() -> None:
+    with connection.cursor() as cursor:  # as after a restore, before any ANALYZE
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
+
+
+def test_the_ranges_find_the_newest_matches_as_one_statement_does(corpus, monkeypatch):
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.query import parse
+
+    _forget_statistics()
+    for probe in (50, 2_000):
+        monkeypatch.setattr(postgres, "PROBE_ROWS", probe)
+        for needle in ("数据库dense", "sparseword", "oldonly", "nowhere-at-all"):
+            route = next(r for r in parse(needle).routes if r.index == "trigram")
+            for channel, window in ((None, 100), (corpus[1].pk, 100), (corpus[0].pk, 1_000)):
+                filters = Filters(channel_id=channel, rank_window=window)
+                expected = _reference(needle, filters, window)
+                with transaction.atomic():
+                    page, capped, count = postgres.run_fts(route, filters.resolved(), 20, 0)
+                assert count == len(expected) and capped == (len(expected) >= window)
+                assert [pk for pk, _ in page] == expected[:20], (needle, probe, channel)
+                with transaction.atomic():
+                    page, _, _ = postgres.run_fts(route, filters.resolved(), 20, 40)
+                assert [pk for pk, _ in page] == expected[40:60], (needle, probe, channel)
+
+
+def _explain(sql: str, params: list, plan: dict[str, str]) -> str:
+    from search.backends import postgres
+
+    with connection.cursor() as cursor, postgres._planner(cursor) as use:
+        use(plan)
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize("statistics", ["none", "analyzed"])
+def test_the_walk_and_the_index_ranges_keep_their_plans_with_or_without_statistics(
+    corpus, statistics
+):
+    if statistics == "none":
+        _forget_statistics()
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE sessions_app_message")
+    for needle in ("数据库dense", "SparseWord", "数据库"):
+        _check_plans(needle, corpus[0].pk)
+
+
+def _check_plans(needle: str, channel_id: int) -> None:
+    from search.backends import postgres
+    from search.backends.common import INDEXED, filters_sql
+    from search.filters import Filters
+
+    match, match_params = postgres._like_clauses((needle,))
+    narrowed, narrowed_params = postgres._like_clauses((needle,), narrowed=True)
+    where, where_params = filters_sql(Filters(channel_id=channel_id))
+    _, walk, rest = postgres.trigram_statements(
+        [INDEXED, *where, *narrowed], [INDEXED, *match, *where]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT min(id), max(id) FROM sessions_app_message")
+        lowest, highest = cursor.fetchone()
+    middle = (lowest + highest) // 2
+    # The walk: the primary key backwards, stopping at the page, never a bitmap or a sort.
+    for bounds in ([middle, highest + 1], [lowest, highest + 1]):
+        params = [*where_params, *narrowed_params, *bounds, 1000]
+        plan = _explain(walk, params, postgres.WALK)
+        assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
+        assert "Sort" not in plan and "Bitmap" not in plan, plan
+    # Everything below: the trigram index alone, the key not read at all.
+    plan = _explain(rest, [*match_params, *where_params, middle, 1000], postgres.INDEX)
+    assert "Bitmap Index Scan on search_pg_trigram" in plan, plan
+    assert "Seq Scan" not in plan and "sessions_app_message_pkey" not in plan, plan
+
+
+def test_a_search_walks_for_a_dense_fragment_and_reads_the_index_for_a_sparse_one(
+    corpus, monkeypatch
+):
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.service import search
+
+    monkeypatch.setattr(postgres, "PROBE_ROWS", 100)
+    _forget_statistics()
+    for needle, walked_only in (("数据库", True), ("parsewor", False)):
+        with CaptureQueriesContext(connection) as queries:
+            result = search(needle, Filters(channel_id=corpus[1].pk, rank_window=100), window=0)
+        assert result.index == "trigram"
+        statements = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+        assert ("m.id + 0 <" not in " ".join(statements)) is walked_only, statements
