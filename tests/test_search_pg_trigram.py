@@ -98,8 +98,7 @@ def test_the_ranges_find_the_newest_matches_as_one_statement_does(corpus, monkey
 def _explain(sql: str, params: list, plan: dict[str, str]) -> str:
     from search.backends import postgres
 
-    with connection.cursor() as cursor, postgres._planner(cursor) as use:
-        use(plan)
+    with connection.cursor() as cursor, postgres._planner(cursor, plan):
         cursor.execute("EXPLAIN " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
