@@ -66,10 +66,13 @@ def _tsquery(route: Route) -> tuple[str, list]:
     return "(" + " && ".join(parts) + ")", params
 
 
-# The trigram route's newest-first search (_trigram_candidates): the first walk's length, and
-# how many rows a walk reads for the cost of one match read through the trigram index (its
-# heap page, often not in memory, and its text checked again).
-PROBE_ROWS = 1_000
+# The trigram route's newest-first search (_trigram_candidates): the first walk's length; how
+# far it walks before it judges the density (a channel's or a session's rows come in runs: the
+# newest 1,000 ids may hold none of a channel's); and how many rows a walk reads for the cost of
+# one match read through the trigram index (its heap page, often not in memory, its text
+# checked again).
+PROBE_ROWS = 2_000
+MIN_WALK = 8_000
 WALK_PER_MATCH = 20
 # A walk: the primary key backwards. Through the index: the trigram index's bitmap alone (not
 # ANDed with the key's, which the planner would do or not by its estimates). Neither in
@@ -114,11 +117,10 @@ class _Planner:
 
 @contextmanager
 def _planner(cursor, first: dict[str, str] | None = None) -> Iterator[_Planner]:
+    """Inside a transaction.atomic block: after an error its rollback undoes the settings."""
     planner = _Planner(cursor, first or {})
-    try:
-        yield planner
-    finally:
-        planner.restore()
+    yield planner
+    planner.restore()
 
 
 def trigram_statements(walk: list[str], index: list[str]) -> tuple[str, str, str]:
@@ -179,9 +181,12 @@ def _trigram_candidates(
                 read, reached = read + reached - lower, lower
                 density = len(found) / read
                 to_walk = (want - len(found)) / density if found else math.inf
-                if to_walk > WALK_PER_MATCH * density * (reached - lowest):
+                if read < MIN_WALK:  # too few rows to judge by: a channel's rows come in runs
+                    rows = MIN_WALK - read
+                elif to_walk > WALK_PER_MATCH * density * (reached - lowest):
                     break
-                rows = int(min(to_walk * 1.25, 4 * read)) + 1
+                else:
+                    rows = int(min(to_walk * 1.25, 4 * read)) + 1
             if reached > lowest and len(found) < want:
                 planner.use(INDEX)
                 cursor.execute(rest, [*params, reached, want - len(found)])
