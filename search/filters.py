@@ -18,7 +18,7 @@ class Filters:
     include_rolled_back: bool = False  # operators only
     # None: the configured search.scan_rows / search.rank_window.
     scan_rows: int | None = None  # the scan reads the newest rows this many at a time
-    rank_window: int | None = None  # BM25 ranks at most this many newest matches
+    rank_window: int | None = None  # a lookup reads this many newest matches first (search.ranked)
     scan_seconds: float | None = None  # the scan goes on to older chunks for this long
     before_id: int | None = None  # only messages older than this one (a scan's continuation)
 

@@ -45,7 +45,7 @@ class SearchResult:
     # indexes count up to their rank window, the scan to the end of this page and one more.
     total: int = 0
     total_exact: bool = True
-    ranked_within: int | None = None  # set when ranking covered only the newest N matches
+    ranked_within: int | None = None  # set when this page was ranked within the newest N matches
     # The scan stopped at this id before reading everything (its time box ran out); continue
     # with before=next_before to read older messages.
     scan_reached: int | None = None
