@@ -192,6 +192,9 @@ def flush() -> None:
                 channel_id,
                 task_name=f"rank {index} {expression[:60]}",
                 group="search",
+                # A success is not kept: refreshes would push the compressions out of the
+                # queue's list of done tasks, and their arguments hold the query's words.
+                save=False,
                 **task_kwargs(),
             )
         except Exception:  # a search never fails for its background work

@@ -308,3 +308,13 @@ def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without
     assert len(plans) == 1
     assert "Index Scan Backward using sessions_app_message_pkey" in plans[0], plans[0]
     assert "Bitmap" not in plans[0], plans[0]
+
+
+def test_a_refresh_that_succeeds_leaves_no_record_in_the_task_queue(db):
+    from django_q.models import Task
+
+    channel, _, old = _conversation("ranked-unsaved")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)
+    assert search("alpha", filters, limit=5).hits[0].message.pk == old.pk  # it ran
+    assert not Task.objects.filter(func="search.tasks.refresh_ranked").exists()
