@@ -27,16 +27,7 @@ def session(db):
 
 
 def _plan(queryset) -> str:
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        # A tiny test table is cheaper to scan: ask whether the index can serve the query.
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_bitmapscan = off")
-        cursor.execute("EXPLAIN " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+    return _explain(*queryset.query.sql_with_params())
 
 
 def _live_rows_query(session):
@@ -145,6 +136,7 @@ def _explain(sql: str, params) -> str:
         if connection.vendor == "sqlite":
             cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
             return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        # A tiny test table is cheaper to scan: ask whether the index can serve the query.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
         cursor.execute("EXPLAIN " + sql, params)

@@ -14,6 +14,7 @@ from search.service import Filters, search
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message
+from tests.test_query_plans import _explain
 
 FILLER = [f"filler{n}" for n in range(40)]
 WINDOW = Filters(rank_window=100)
@@ -252,16 +253,6 @@ def test_a_page_said_to_be_exact_is_the_true_ranking_of_every_match(
     assert len({pk for pk, _ in page}) == len(page)
     assert all(matches[pk] == score for pk, score in page)
     assert len(page) <= limit
-
-
-def _explain(sql: str, params: list) -> str:
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table is cheaper to scan
-        cursor.execute("EXPLAIN " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
 
 
 def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
