@@ -230,10 +230,16 @@ def store(
         )
         cursor.execute(
             f"INSERT INTO {TERMS} (idx, expression, channel_id, upto, matched, floor, floor_id, "
-            "refreshed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            "refreshed_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            # Two refreshes of one query racing on PostgreSQL (SQLite's write lock serialises
+            # them): the second finds the first's row and leaves it, rather than failing.
+            "ON CONFLICT (idx, expression, channel_id) DO NOTHING RETURNING id",
             [index, expression, scope(channel_id), upto, matched, floor, floor_id, _now()],
         )
-        query_id = cursor.fetchone()[0]
+        inserted = cursor.fetchone()
+        if inserted is None:
+            return
+        query_id = inserted[0]
         if rows:
             cursor.executemany(
                 f"INSERT INTO {ROWS} (query_id, message_id, score) VALUES (%s, %s, %s)",

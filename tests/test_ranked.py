@@ -309,3 +309,30 @@ def test_a_refresh_that_succeeds_leaves_no_record_in_the_task_queue(db):
     search("alpha", filters, limit=5)
     assert search("alpha", filters, limit=5).hits[0].message.pk == old.pk  # it ran
     assert not Task.objects.filter(func="search.tasks.refresh_ranked").exists()
+
+
+def test_two_refreshes_of_one_query_racing_on_postgresql_leave_one_entry_and_no_error(
+    transactional_db,
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite's write lock serialises the refreshes")
+    import threading
+
+    import psycopg
+
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"], user=settings["USER"],
+        dbname=settings["NAME"],
+    )  # fmt: skip
+    with other.cursor() as cursor:  # a refresh in flight: its row written, not yet committed
+        cursor.execute(
+            f"INSERT INTO {ranked.TERMS} (idx, expression, channel_id, upto, matched, "  # noqa: S608
+            "floor, refreshed_at) VALUES ('words', '\"race\"', 0, 5, 1, NULL, now())"
+        )
+    threading.Timer(0.5, other.commit).start()  # the second refresh waits on it meanwhile
+    ranked.store("words", '"race"', None, 9, 1, [(1, -1.0)], 5, 100)
+    other.close()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT upto FROM {ranked.TERMS} WHERE expression = %s", ['"race"'])  # noqa: S608
+        assert cursor.fetchall() == [(5,)]
