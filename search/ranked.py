@@ -79,6 +79,12 @@ class Best:
     matched: int  # how many of them there were (in the scope)
     floor: float | None  # the worst kept row's score; None: every match is kept
     floor_id: int | None  # ...and its id (ties are ranked by id)
+    # The newest message id when it was looked up: none newer than ``upto``, nothing to read.
+    newest: int | None = None
+
+    @property
+    def anything_newer(self) -> bool:
+        return self.newest is None or self.newest > self.upto
 
 
 def scope(channel_id: int | None) -> int:
@@ -95,8 +101,8 @@ def lookup(cursor, index: str, expression: str, channel_id: int | None) -> Best 
     if not enabled():
         return None
     cursor.execute(
-        f"SELECT id, upto, matched, floor, floor_id FROM {TERMS} "
-        "WHERE idx = %s AND expression = %s AND channel_id = %s",
+        f"SELECT id, upto, matched, floor, floor_id, (SELECT max(id) FROM {MESSAGE_TABLE}) "
+        f"FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s",
         [index, expression, scope(channel_id)],
     )
     row = cursor.fetchone()

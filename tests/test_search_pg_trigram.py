@@ -88,11 +88,11 @@ def test_the_ranges_find_the_newest_matches_as_one_statement_does(corpus, monkey
                 filters = Filters(channel_id=channel, rank_window=window)
                 expected = _reference(needle, filters, window)
                 with transaction.atomic():
-                    page, capped, count = postgres.run_fts(route, filters.resolved(), 20, 0)
+                    page, capped, count, _ = postgres.run_fts(route, filters.resolved(), 20, 0)
                 assert count == len(expected) and capped == (len(expected) >= window)
                 assert [pk for pk, _ in page] == expected[:20], (needle, probe, channel)
                 with transaction.atomic():
-                    page, _, _ = postgres.run_fts(route, filters.resolved(), 20, 40)
+                    page, _, _, _ = postgres.run_fts(route, filters.resolved(), 20, 40)
                 assert [pk for pk, _ in page] == expected[40:60], (needle, probe, channel)
 
 
@@ -139,7 +139,7 @@ def _check_plans(needle: str, channel_id: int) -> None:
         assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
         assert "Sort" not in plan and "Bitmap" not in plan, plan
     # Everything below: the trigram index alone, the key not read at all.
-    plan = _explain(rest, [*match_params, *where_params, middle, 1000], postgres.INDEX)
+    plan = _explain(rest, [*match_params, *where_params, lowest, middle, 1000], postgres.INDEX)
     assert "Bitmap Index Scan on search_pg_trigram" in plan, plan
     assert "Seq Scan" not in plan and "sessions_app_message_pkey" not in plan, plan
 
@@ -149,12 +149,15 @@ def test_a_search_walks_for_a_dense_fragment_and_reads_the_index_for_a_sparse_on
 ):
     """Also where the newest rows are another channel's: the first 100 ids hold none of
     channel 0's (its rows come 150 at a time), which is no reason to leave the walk."""
+    from search import ranked
     from search.backends import postgres
     from search.filters import Filters
     from search.service import search
 
     monkeypatch.setattr(postgres, "PROBE_ROWS", 100)
     monkeypatch.setattr(postgres, "MIN_WALK", 400)
+    # The first lookup's own statements (a kept query's later lookups: below).
+    monkeypatch.setattr(ranked, "enabled", lambda: False)
     _forget_statistics()
     for channel in corpus:
         for needle, walked_only in (("数据库", True), ("parsewor", False)):
@@ -163,3 +166,66 @@ def test_a_search_walks_for_a_dense_fragment_and_reads_the_index_for_a_sparse_on
             assert result.index == "trigram"
             statements = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
             assert ("m.id + 0 <" not in " ".join(statements)) is walked_only, statements
+
+
+@pytest.mark.parametrize("keep", [20, 200])
+def test_a_kept_fragment_answers_newest_first_with_its_exact_count_on_every_page(
+    corpus, hermes_config, keep
+):
+    """Once the worker keeps a common fragment's newest rows, a lookup reads its newer matches
+    and the page, not a window, and counts every match exactly; pages past the kept rows walk
+    on below them."""
+    from search.filters import Filters
+    from search.service import search
+
+    hermes_config(search={"rank_keep": keep})
+    channel = corpus[0]
+    filters = Filters(channel_id=channel.pk, rank_window=100)
+    first = search("数据库dense", filters, limit=10, window=0)
+    assert first.ranked_within == 100 and not first.total_exact  # asked for the refresh
+    expected = _reference("数据库dense", Filters(channel_id=channel.pk), 10_000)
+    assert len(expected) > 100
+    pages = [search("数据库dense", filters, limit=10, offset=n * 10, window=0) for n in range(17)]
+    assert [h.message.pk for page in pages for h in page.hits] == expected
+    assert {(p.total, p.total_exact, p.ranked_within) for p in pages} == {
+        (len(expected), True, None)
+    }
+    session = services.open_session(channel, model="gpt-4o").session
+    newer = services.append_messages(
+        session, [{"role": "user", "content": "新的数据库dense"}], run_hooks=False
+    ).messages[0]
+    again = search("数据库dense", filters, limit=10, window=0)
+    assert [h.message.pk for h in again.hits] == [newer.pk, *expected[:9]]
+    assert (again.total, again.total_exact) == (len(expected) + 1, True)
+
+
+def test_a_kept_fragment_with_nothing_newer_reads_no_rows_but_its_page(corpus):
+    from search.filters import Filters
+    from search.service import search
+
+    filters = Filters(channel_id=corpus[1].pk, rank_window=100)
+    search("数据库dense", filters, limit=10, window=0)  # kept by the synchronous worker
+    with CaptureQueriesContext(connection) as queries:
+        result = search("数据库dense", filters, limit=10, window=0)
+    assert result.total_exact and len(result.hits) == 10
+    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    assert walks == [], walks
+
+
+def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatch):
+    from search import ranked
+    from search.filters import Filters
+    from search.service import search
+
+    monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)  # every lookup counts as slow
+    filters = Filters(channel_id=corpus[0].pk, rank_window=100)
+    expected = _reference("parsewor", Filters(channel_id=corpus[0].pk), 100)
+    first = search("parsewor", filters, limit=5, window=0)
+    assert [h.message.pk for h in first.hits] == expected[:5]
+    with CaptureQueriesContext(connection) as queries:
+        again = search("parsewor", filters, limit=5, window=0)
+    assert [h.message.pk for h in again.hits] == expected[:5]
+    assert (again.total, again.total_exact, again.ranked_within) == (len(expected), True, None)
+    # (The words route, tried first, finds nothing: its statement is the only one.)
+    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    assert [sql for sql in walks if "hermes_words" not in sql] == [], walks

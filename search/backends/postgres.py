@@ -125,22 +125,31 @@ def _planner(cursor, first: dict[str, str] | None = None) -> Iterator[_Planner]:
 
 def trigram_statements(walk: list[str], index: list[str]) -> tuple[str, str, str]:
     """The newest matches: of everything (``index`` clauses, the planner's choice); in an id
-    range (``walk`` clauses); below an id, through the trigram index alone ("+ 0" keeps the
-    key out of the plan). Parameters: the clauses', then the bounds, then the limit."""
+    range (``walk`` clauses); in an id range through the trigram index alone ("+ 0" keeps the
+    key out of the plan). Parameters: the clauses', then the bounds (lowest included, highest
+    not), then the limit."""
     order = " ORDER BY m.id DESC LIMIT %s"
     walk_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(walk)}"
     index_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(index)}"
     return (
         index_base + order,
         walk_base + " AND m.id >= %s AND m.id < %s" + order,
-        index_base + " AND m.id + 0 < %s" + order,
+        index_base + " AND m.id + 0 >= %s AND m.id + 0 < %s" + order,
     )
 
 
 def _trigram_candidates(
-    route: Route, filters: Filters, where: list[str], where_params: list
+    route: Route,
+    filters: Filters,
+    where: list[str],
+    where_params: list,
+    *,
+    want: int | None = None,
+    above: int = 0,
+    below: int | None = None,
 ) -> list[int]:
-    """The newest ``rank_window`` matching rows, newest first.
+    """The newest ``want`` (``rank_window``) matching rows with ids between ``above`` and
+    ``below`` (both left out; ``below``: the filters' ``before_id``, or none), newest first.
 
     Reading every match of a common fragment through the trigram index and sorting them by
     recency costs more the longer the history (at 1,000,000 messages, 130,000 rows for a common
@@ -162,7 +171,7 @@ def _trigram_candidates(
     )
     params = [*match_params, *where_params, *extra_params]
     walk_params = [*where_params, *walk_params, *walk_extra_params]
-    want = filters.rank_window
+    want = want or filters.rank_window
     with transaction.atomic(), connection.cursor() as cursor:
         if filters.session_id is not None:
             cursor.execute(whole, [*params, want])
@@ -171,7 +180,8 @@ def _trigram_candidates(
             lowest, highest = planner.bounds
             if lowest is None:
                 return []
-            reached = min(filters.before_id or highest + 1, highest + 1)
+            lowest = max(lowest, above + 1)
+            reached = min(below or filters.before_id or highest + 1, highest + 1)
             found: list[int] = []
             read, rows = 0, PROBE_ROWS
             while reached > lowest and len(found) < want:
@@ -189,9 +199,62 @@ def _trigram_candidates(
                     rows = int(min(to_walk * 1.25, 4 * read)) + 1
             if reached > lowest and len(found) < want:
                 planner.use(INDEX)
-                cursor.execute(rest, [*params, reached, want - len(found)])
+                cursor.execute(rest, [*params, lowest, reached, want - len(found)])
                 found += [row[0] for row in cursor.fetchall()]
         return found
+
+
+def _run_trigram(
+    route: Route, filters: Filters, where: list[str], params: list, limit: int, offset: int
+) -> tuple[list[tuple[int, None]], bool, int, bool]:
+    """Newest first. A query whose newest rows the worker keeps (one that fills its window or
+    is slow, as for the ranked indexes; search.ranked) reads only its matches newer than the
+    refresh and the page: not a window of matches to count them (at 1,000,000 messages, a
+    common fragment's window is a walk of 30-50 ms), for an exact count."""
+    started = time.perf_counter()
+    others = filters_sql(replace(filters, channel_id=None))
+    best = None
+    if not route.like and not others[0]:
+        with connection.cursor() as cursor:
+            best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
+        if (
+            best is not None
+            and (answer := _trigram_over_kept(route, filters, best, limit, offset)) is not None
+        ):
+            return answer
+    candidates = _trigram_candidates(route, filters, where, params)
+    capped = len(candidates) >= filters.rank_window
+    slow = time.perf_counter() - started > ranked.SLOW_SECONDS
+    if best is None and not route.like and not others[0] and (capped or (slow and candidates)):
+        ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+    page = [(pk, None) for pk in candidates[offset : offset + limit]]
+    return page, capped, len(candidates), not capped
+
+
+def _trigram_over_kept(
+    route: Route, filters: Filters, best: ranked.Best, limit: int, offset: int
+) -> tuple[list[tuple[int, None]], bool, int, bool] | None:
+    """The kept newest rows (scored minus their id, so that the shared merge orders them
+    newest first), the matches newer than them, and below them a walk for a page past them.
+    None, and a refresh asked for, when the newer matches fill a window."""
+    where, params = filters_sql(filters)
+    newer: list[int] = []
+    if best.anything_newer:
+        newer = _trigram_candidates(route, filters, where, params, above=best.upto)
+    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window:
+        ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
+    if len(newer) >= filters.rank_window:
+        return None
+    with connection.cursor() as cursor:
+        kept = ranked.kept(cursor, best, [], [])
+
+    def older(n: int) -> list[tuple[int, float]]:
+        below = _trigram_candidates(route, filters, where, params, want=n, below=best.floor_id)
+        return [(pk, -float(pk)) for pk in below]
+
+    fresh = [(pk, -float(pk)) for pk in newer]
+    page, _ = ranked.combine(best, kept, fresh, older, limit, offset)
+    return [(pk, None) for pk, _ in page], False, best.matched + len(newer), True
 
 
 def run_fts(
@@ -203,9 +266,7 @@ def run_fts(
     the worker has them; trigram matches are newest first."""
     where, params = filters_sql(filters)
     if route.index == "trigram":
-        candidates = _trigram_candidates(route, filters, where, params)
-        page = [(pk, None) for pk in candidates[offset : offset + limit]]
-        return page, len(candidates) >= filters.rank_window, len(candidates)
+        return _run_trigram(route, filters, where, params, limit, offset)
     query, query_params = _tsquery(route)
     vector = pg.vector(route.index)
     clauses = [INDEXED, f"{vector} @@ q.query", *where]
@@ -279,17 +340,19 @@ def _over_every_match(
     # whatever the statistics say (without them the planner may fetch every match of a common
     # word through its GIN index, or read the table, and sort them). The walk stops at a window
     # of matches. (Set for this statement only: the caller's transaction goes on.)
-    cursor.execute(WALK_ONLY % ("off", "off"))
-    try:
-        cursor.execute(
-            f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
-            f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
-            "ORDER BY m.id DESC LIMIT %s",
-            [*query_params, best.upto, *params, filters.rank_window],
-        )
-        fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
-    finally:
-        cursor.execute(WALK_ONLY % ("on", "on"))
+    fresh: list[tuple[int, float]] = []
+    if best.anything_newer:
+        cursor.execute(WALK_ONLY % ("off", "off"))
+        try:
+            cursor.execute(
+                f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
+                f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
+                "ORDER BY m.id DESC LIMIT %s",
+                [*query_params, best.upto, *params, filters.rank_window],
+            )
+            fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
+        finally:
+            cursor.execute(WALK_ONLY % ("on", "on"))
     if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window:
@@ -313,6 +376,8 @@ def _over_every_match(
 
 def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:
     """Every match up to ``upto`` in the scope, scored: the best ``n`` and how many matched."""
+    if route.index == "trigram":
+        return _trigram_best_rows(route, channel_id, upto, n)
     query, query_params = _tsquery(route)
     vector = pg.vector(route.index)
     clauses = [INDEXED, f"{vector} @@ q.query", "m.id <= %s"]
@@ -333,6 +398,23 @@ def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[
             [*query_params, *params],
         )
         return rows, cursor.fetchone()[0]
+
+
+def _trigram_best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:
+    """The newest ``n`` matches up to ``upto`` in the scope (scored minus their id: newest
+    first) and how many there are, counted through the trigram index (in the worker: at
+    1,000,000 messages, up to a second for a fragment in one row of eight)."""
+    filters = Filters(channel_id=channel_id).resolved()
+    where, params = filters_sql(filters)
+    newest = _trigram_candidates(route, filters, where, params, want=n, below=upto + 1)
+    match, match_params = _like_clauses(tuple(p for p, _ in route.phrases))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM {MESSAGE_TABLE} m WHERE "
+            + " AND ".join([INDEXED, *match, *where, "m.id <= %s"]),
+            [*match_params, *params, upto],
+        )
+        return [(pk, -float(pk)) for pk in newest], cursor.fetchone()[0]
 
 
 # The bounded scan that ends every fallback chain, with this backend's substring match.

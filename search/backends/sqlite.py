@@ -118,7 +118,7 @@ def run_fts(
             )  # fmt: skip
 
         if best is not None and not others[0]:
-            newer = newest(best.upto)
+            newer = newest(best.upto) if best.anything_newer else []
             if len(newer) < filters.rank_window:
                 return over_every_match(best, newer)
         candidates = newest()
