@@ -153,18 +153,49 @@ class Bookmark:
 def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[int, list[Message]]:
     """Each hit with ``size`` messages before and after it (rolled-back rows skipped unless
     asked; notices, which are not conversation, always), fetched for all hits in one query: a
-    window per hit would be two queries each."""
+    window per hit would be two queries each. A hit whose range held too few rows to show (a
+    block of rolled-back rows beside it) is read again over a range four times as wide, with
+    the others in the same case, until its window is full or its session ends: a statement per
+    round, each reading about what it needs, never the whole session."""
     if not size:
         return {hit.pk: [hit] for hit in hits}
+    out: dict[int, list] = {}
+    slack = size + 1  # room for a rolled-back row inside the range
+    pending = hits
+    while pending:
+        short = []
+        for hit, rows in zip(pending, _nearby(pending, slack), strict=True):
+            here, hit_pk, last = order_key(hit), hit.id, hit.position + slack
+            visible = sorted(
+                (
+                    r
+                    for r in rows
+                    if r.id != hit_pk and (include_rolled_back or r.active or r.compressed)
+                ),
+                key=attrgetter("key"),
+            )
+            before = [r for r in visible if r.key < here][-size:]
+            after = [r for r in visible if r.key > here][:size]
+            more_before = hit.position - slack > 0
+            more_after = any(r.position == last for r in rows)
+            if (len(before) < size and more_before) or (len(after) < size and more_after):
+                short.append(hit)
+            else:
+                out[hit.pk] = [*before, hit, *after]
+        pending, slack = short, slack * 4
+    return out
+
+
+def _nearby(hits: list[Message], slack: int) -> list[list[Nearby]]:
+    """The rows within ``slack`` positions of each hit, in one statement."""
     if not hits:
-        return {}
-    slack = size + 1  # room for a rolled-back row inside the range; more falls back to exact
-    # One statement for every hit: a list of (hit, session, low, high) position ranges joined
-    # to the messages, each range an index seek of (session, active, position) in msg_live_idx
-    # (naming both values of ``active`` lets it seek the positions too, not read the whole
-    # session). It plans faster than a UNION ALL of one SELECT per hit (on PostgreSQL 1.7
-    # against 2.4 ms for 20 hits) and rows come back as plain tuples: building model instances
-    # for every neighbour cost more than the query.
+        return []
+    # A list of (hit, session, low, high) position ranges joined to the messages, each range
+    # an index seek of (session, active, position) in msg_live_idx (naming both values of
+    # ``active`` lets it seek the positions too, not read the whole session). It plans faster
+    # than a UNION ALL of one SELECT per hit (on PostgreSQL 1.7 against 2.4 ms for 20 hits) and
+    # rows come back as plain tuples: building model instances for every neighbour cost more
+    # than the query.
     db = connections[DEFAULT_DB_ALIAS]
     session_field = Message._meta.get_field("session")
     params: list = []
@@ -199,65 +230,13 @@ def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[i
         cursor.execute(sql, params)
         for row in cursor.fetchall():
             nearby[row[0]].append(Nearby(row, 1))
-    out = {}
-    for hit, rows in zip(hits, nearby, strict=True):
-        here, hit_pk, last = order_key(hit), hit.id, hit.position + slack
-        visible = sorted(
-            (
-                r
-                for r in rows
-                if r.id != hit_pk and (include_rolled_back or r.active or r.compressed)
-            ),
-            key=attrgetter("key"),
-        )
-        before = [r for r in visible if r.key < here][-size:]
-        after = [r for r in visible if r.key > here][:size]
-        more_before = hit.position - slack > 0
-        more_after = any(r.position == last for r in rows)
-        if (len(before) < size and more_before) or (len(after) < size and more_after):
-            before, after = _window_exact(hit, size, include_rolled_back)
-        out[hit.pk] = [*before, hit, *after]
-    return out
+    return nearby
 
 
 def order_key(row: Message | Nearby) -> tuple[int, int, int]:
     """Conversation order: a summary shares the position of the first original it replaced and
     comes before the originals it stands for."""
     return (row.position, 0 if row.is_summary else 1, row.id)
-
-
-def _window_exact(
-    hit: Message, size: int, include_rolled_back: bool
-) -> tuple[list[Message], list[Message]]:
-    rows = Message.objects.filter(session_id=hit.session_id, is_notice=False)
-    rows = rows.defer("content_parts", "extra")
-    if not include_rolled_back:
-        rows = rows.exclude(active=False, compressed=False)
-    here = order_key(hit)
-    rows = rows.exclude(pk=hit.pk)
-    # Rows sharing the hit's position (a summary and the first original it replaced) fall on
-    # either side by order_key; fetch a few extra to place them.
-    before = (
-        sorted(
-            (
-                r
-                for r in rows.filter(position__lte=hit.position).order_by("-position")[: size + 4]
-                if order_key(r) < here
-            ),
-            key=order_key,
-        )[-size:]
-        if size
-        else []
-    )
-    after = sorted(
-        (
-            r
-            for r in rows.filter(position__gte=hit.position).order_by("position")[: size + 4]
-            if order_key(r) > here
-        ),
-        key=order_key,
-    )[:size]
-    return before, after
 
 
 def window_rows(rows: list[Message], hit: Message) -> list[WindowRow]:

@@ -665,3 +665,47 @@ def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, win
             hits = _hits([(pk, None, False) for pk in page], parse("x"), window, False, ids[-2:])
         # The page with its edge rows, sessions and channels; then every window at once.
         assert len(queries) == statements and len(hits) == len(page)
+
+
+def test_a_window_reaches_past_long_blocks_of_rolled_back_rows_in_a_few_statements(gateway):
+    from django.test.utils import CaptureQueriesContext
+
+    from search.results import windows
+
+    session = Session.objects.get(pk=gateway.open()["id"])
+
+    def undone(n: int) -> None:
+        services.append_messages(
+            session, [{"role": "user", "content": f"undone {i}"} for i in range(n)]
+        )
+        services.rollback_messages(session, n)
+
+    services.append_messages(
+        session, [{"role": "user", "content": f"before {n}"} for n in range(3)]
+    )
+    undone(300)
+    hit = services.append_messages(session, [{"role": "user", "content": "the hit"}]).messages[0]
+    undone(300)
+    services.append_messages(session, [{"role": "user", "content": f"after {n}"} for n in range(3)])
+    with CaptureQueriesContext(connection) as queries:
+        around = windows([hit], 2, include_rolled_back=False)
+    assert [m.content for m in around[hit.pk]] == [
+        "before 1",
+        "before 2",
+        "the hit",
+        "after 0",
+        "after 1",
+    ]
+    # Ranges of 3, 12, 48, 192 and 768 positions either side: one statement each, none reading
+    # the session whole.
+    assert len(queries) == 5 and all("m.position BETWEEN" in q["sql"] for q in queries)
+    with CaptureQueriesContext(connection) as queries:
+        around = windows([hit], 2, include_rolled_back=True)
+    assert [m.content for m in around[hit.pk]] == [
+        "undone 298",
+        "undone 299",
+        "the hit",
+        "undone 0",
+        "undone 1",
+    ]
+    assert len(queries) == 1

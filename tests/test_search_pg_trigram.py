@@ -229,3 +229,9 @@ def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatc
     # (The words route, tried first, finds nothing: its statement is the only one.)
     walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
     assert [sql for sql in walks if "hermes_words" not in sql] == [], walks
+    # A fragment found nowhere: "none" is kept as well, and answered without a walk.
+    assert search("owhere-at-al", filters, window=0).total == 0
+    with CaptureQueriesContext(connection) as queries:
+        assert search("owhere-at-al", filters, window=0).total == 0
+    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    assert [sql for sql in walks if "hermes_words" not in sql] == [], walks

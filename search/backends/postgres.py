@@ -225,7 +225,8 @@ def _run_trigram(
     candidates = _trigram_candidates(route, filters, where, params)
     capped = len(candidates) >= filters.rank_window
     slow = time.perf_counter() - started > ranked.SLOW_SECONDS
-    if best is None and not route.like and not others[0] and (capped or (slow and candidates)):
+    # A slow fragment is kept even with no match: the answer "none" is then a lookup too.
+    if best is None and not route.like and not others[0] and (capped or slow):
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     page = [(pk, None) for pk in candidates[offset : offset + limit]]
     return page, capped, len(candidates), not capped
