@@ -65,6 +65,8 @@ def create_statements(vendor: str) -> list[str]:
         f"query_id BIGINT NOT NULL, message_id BIGINT NOT NULL, score {real} NOT NULL, "
         "PRIMARY KEY (query_id, message_id))",
         f"CREATE INDEX IF NOT EXISTS {ROWS}_message ON {ROWS} (message_id)",
+        # A lookup reads a query's kept rows best first, only as many as its page needs.
+        f"CREATE INDEX IF NOT EXISTS {ROWS}_best ON {ROWS} (query_id, score, message_id)",
         f"CREATE INDEX IF NOT EXISTS {TERMS}_refreshed ON {TERMS} (refreshed_at)",
     ]
 
@@ -109,14 +111,18 @@ def lookup(cursor, index: str, expression: str, channel_id: int | None) -> Best 
     return Best(*row) if row else None
 
 
-def kept(cursor, best: Best, conditions: Sequence[str], params: Sequence) -> list[Scored]:
-    """The kept rows that still count: indexed (not rolled back since), not erased, and within
-    the lookup's other filters (``conditions`` over the messages table as ``m``)."""
+def kept(
+    cursor, best: Best, conditions: Sequence[str], params: Sequence, first: int
+) -> list[Scored]:
+    """The ``first`` best kept rows that still count: indexed (not rolled back since), not
+    erased, and within the lookup's other filters (``conditions`` over the messages table as
+    ``m``). A page needs no more: with the newer matches, they rank ahead of every other row
+    (``combine``), or they are all there are."""
     where = " AND ".join(["r.query_id = %s", "(m.active OR m.compressed)", *conditions])
     cursor.execute(
         f"SELECT r.message_id, r.score FROM {ROWS} r JOIN {MESSAGE_TABLE} m "
-        f"ON m.id = r.message_id WHERE {where}",
-        [best.id, *params],
+        f"ON m.id = r.message_id WHERE {where} ORDER BY r.score, r.message_id LIMIT %s",
+        [best.id, *params, first],
     )
     return [(pk, float(score)) for pk, score in cursor.fetchall()]
 

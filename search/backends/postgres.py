@@ -247,7 +247,7 @@ def _trigram_over_kept(
     if len(newer) >= filters.rank_window:
         return None
     with connection.cursor() as cursor:
-        kept = ranked.kept(cursor, best, [], [])
+        kept = ranked.kept(cursor, best, [], [], offset + limit)
 
     def older(n: int) -> list[tuple[int, float]]:
         below = _trigram_candidates(route, filters, where, params, want=n, below=best.floor_id)
@@ -358,7 +358,7 @@ def _over_every_match(
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window:
         return None
-    kept = ranked.kept(cursor, best, *others)
+    kept = ranked.kept(cursor, best, *others, offset + limit)
     counted: list[int] = []
 
     def tail(n: int) -> list[tuple[int, float]]:

@@ -163,7 +163,7 @@ def _over_every_match(
         )
         fresh = [(rowid, float(score)) for rowid, score in cursor.fetchall()]
     where, params = others
-    kept = ranked.kept(cursor, best, where, params)
+    kept = ranked.kept(cursor, best, where, params, offset + limit)
     page, exact = ranked.combine(best, kept, fresh, window[0], limit, offset, window[1])
     if not where:  # the scope alone: the kept count is of the same rows
         return page, not exact, best.matched + len(newer), True
