@@ -84,6 +84,22 @@ def test_with_nothing_newer_than_the_kept_rows_a_lookup_walks_no_matches(db):
     assert [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: FTS5 answers 'none' at once"
+)
+def test_on_postgresql_a_slow_query_that_matches_nothing_is_kept_and_then_reads_nothing(
+    db, monkeypatch
+):
+    monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)  # every lookup counts as slow
+    channel, _, _ = _conversation("ranked-nothing", newer=5)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    assert search('"alpha omega"', filters).total == 0
+    with CaptureQueriesContext(connection) as queries:
+        again = search('"alpha omega"', filters)
+    assert (again.total, again.hits, again.index) == (0, [], None)
+    assert not [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
+
+
 def test_the_kept_rows_of_one_channel_are_never_another_channel_s(db):
     mine, _, old = _conversation("ranked-mine")
     theirs, _, their_old = _conversation("ranked-theirs")

@@ -308,7 +308,9 @@ def run_fts(
         else:
             count = rows[0][2] if rows else 0
         slow = time.perf_counter() - started > ranked.SLOW_SECONDS
-        if best is None and (count >= filters.rank_window or (slow and count)):
+        # A slow query is kept even with no match (a phrase whose words are common, together
+        # nowhere): "none" is then a lookup too.
+        if best is None and (count >= filters.rank_window or slow):
             ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
         elif best is not None and count >= filters.rank_window and others[0]:
             answer = over_every_match(best)
