@@ -72,9 +72,12 @@ def _run(route: Route, filters: Filters, limit: int, offset: int) -> _Answer:
     if route.index == "scan":
         scan = backend.run_scan(route.like, filters, limit, offset)
         return _Answer(scan.hits, reached=scan.reached)
-    # On PostgreSQL a failed statement aborts the whole transaction unless it ran in a savepoint;
-    # on SQLite an atomic block would BEGIN IMMEDIATE, taking the write lock for a read.
-    guard = transaction.atomic() if connection.vendor == "postgresql" else nullcontext()
+    # On PostgreSQL a failed statement aborts the whole transaction unless it ran in a savepoint
+    # (outside one, as a request runs, there is nothing to abort, and a transaction of its own
+    # would cost two round trips); on SQLite an atomic block would BEGIN IMMEDIATE, taking the
+    # write lock for a read.
+    nested = connection.vendor == "postgresql" and connection.in_atomic_block
+    guard = transaction.atomic() if nested else nullcontext()
     try:
         with guard:
             return _Answer(*backend.run_fts(route, filters, limit, offset))

@@ -312,6 +312,21 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
 
 
 def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without_statistics(db):
+    _newer_matches_walk_the_key(outside=False)
+
+
+def test_so_they_are_outside_any_transaction_as_a_request_looks_up(transactional_db):
+    """A request's lookup runs without a transaction: the plan's settings then need one of
+    their own, or they would be ignored."""
+    try:
+        _newer_matches_walk_the_key(outside=True)
+    finally:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # committed: put the statistics back
+                cursor.execute("ANALYZE sessions_app_message")
+
+
+def _newer_matches_walk_the_key(outside: bool) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only: SQLite walks its FTS5 index")
     channel, session, _ = _conversation("ranked-fresh-plan", newer=120)
@@ -330,6 +345,7 @@ def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without
 
     with connection.execute_wrapper(explain):
         assert search("alpha", filters, limit=5).ranked_within is None
+    assert connection.in_atomic_block is not outside
     assert len(plans) == 1
     assert "Index Scan Backward using sessions_app_message_pkey" in plans[0], plans[0]
     assert "Bitmap" not in plans[0], plans[0]

@@ -345,8 +345,8 @@ def _over_every_match(
     # of matches. (Set for this statement only: the caller's transaction goes on.)
     fresh: list[tuple[int, float]] = []
     if best.anything_newer:
-        cursor.execute(WALK_ONLY % ("off", "off"))
-        try:
+        with transaction.atomic():  # set_config(..., true) lasts until its end, or is ignored
+            cursor.execute(WALK_ONLY % ("off", "off"))
             cursor.execute(
                 f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
                 f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
@@ -354,8 +354,7 @@ def _over_every_match(
                 [*query_params, best.upto, *params, filters.rank_window],
             )
             fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
-        finally:
-            cursor.execute(WALK_ONLY % ("on", "on"))
+            cursor.execute(WALK_ONLY % ("on", "on"))  # for a caller's transaction going on
     if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window:
