@@ -282,6 +282,29 @@ def test_a_failing_checkpoint_leaves_an_automatic_compression_untouched(
     assert long_session.cooldown_until is not None and long_session.failure_streak == 0
 
 
+@pytest.mark.parametrize(
+    ("required", "trigger", "confirmed", "second_called"),
+    [
+        (True, Trigger.THRESHOLD_POST, False, False),
+        (True, Trigger.MANUAL_API, False, False),
+        (True, Trigger.MANUAL_API, True, True),
+        (False, Trigger.THRESHOLD_POST, False, True),
+    ],
+)
+def test_hooks_after_a_failure_that_stops_the_pass_are_not_told_of_it(
+    hooked, receiver, long_session, required, trigger, confirmed, second_called
+):
+    hooked(
+        checkpoint_required=required,
+        pre_compact=[receiver.url("/pre"), receiver.url("/pre-second")],
+    )
+    receiver.then(503)  # the first hook fails
+    compress(long_session, trigger=trigger, confirmed=confirmed)
+    assert len(receiver.of("/pre")) == 1
+    assert len(receiver.of("/pre-second")) == (1 if second_called else 0)
+    assert HookDelivery.objects.filter(kind="pre_compact").count() == 1 + second_called
+
+
 def test_a_hook_that_is_not_listening_is_a_failed_checkpoint(hooked, long_session):
     hooked(pre_compact="http://127.0.0.1:9/pre")  # the discard port: nothing listens
     before = snapshot(long_session)

@@ -75,11 +75,16 @@ def pre_compact(
         payload["rows"] = [
             {"position": m.position, "message": m.as_openai()} for m in selection.middle
         ]
+    # A failure that will stop the pass ends the round: the hooks after it would hear of a
+    # compression that is not going to happen.
+    stops = config.checkpoint_required and (trigger not in CompressionEvent.MANUAL or not confirmed)
     for url in urls:
         delivery = _deliver(Kind.PRE_COMPACT, url, payload, session, trigger, None, uuid.uuid4())
         gate.delivered.append(delivery.pk)
         if not delivery.ok and not gate.failure:
             gate.failure = f"pre-compact hook {_host(url)}: {delivery.error}"
+            if stops:
+                break
     if gate.failure and config.checkpoint_required:
         if trigger not in CompressionEvent.MANUAL:
             gate.refusal = f"{gate.failure}; checkpoint_required is set, so nothing changed"
