@@ -262,3 +262,33 @@ def test_an_unexpected_error_reaches_the_editor_as_one_line_with_an_error_id(cap
     detail = json.dumps(error.data)
     assert "error id" in detail and "/srv/" not in detail and "secret" not in detail
     assert "secret.sqlite3" in caplog.text  # for the operator, in the log
+
+
+def test_a_cancel_before_the_turn_begins_keeps_the_users_message_and_asks_no_model(
+    db, hermes_config
+):
+    """A cancel a moment after the turn began keeps what the user said (the test above); one
+    that came before its worker thread started must too, and no model is asked."""
+    from compression.agent.acp import HermesAcpAgent, _Turn
+    from compression.models import CompressionEvent
+    from sessions_app.keys import create_channel
+    from sessions_app.models import Message
+    from sessions_app.services import open_session
+
+    with FakeModelServer() as chat:
+        hermes_config(model={"default": "gpt-4o", "base_url": chat.base_url})
+        channel = create_channel("acp-early-cancel")[0]
+        session = open_session(channel, model="gpt-4o").session
+        agent = HermesAcpAgent(channel, "gpt-4o", "")
+        loop = asyncio.new_event_loop()
+        try:
+            for text in ("keep what I said", "/compress"):
+                turn = _Turn(loop)
+                turn.stop.set()  # session/cancel arrived first
+                assert agent._run(str(session.pk), text, turn) == ""
+        finally:
+            loop.close()
+        assert chat.requests == []
+    rows = Message.objects.filter(session=session).values_list("role", "content", "active")
+    assert list(rows) == [("user", "keep what I said", True)]
+    assert not CompressionEvent.objects.filter(session=session).exists()

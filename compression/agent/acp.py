@@ -10,7 +10,8 @@ this service over stdio as they would to a coding agent. ``manage.py acp`` runs 
   (trigger ``manual_acp``, ignoring cooldown and anti-thrash), answering with what it did;
 * ``session/cancel`` answers the running prompt ``cancelled`` at once and stops the turn at the
   model's next piece, as a streamed turn whose client went away: the user's message stays, the
-  reply cut off is kept rolled back (searchable, never in the live context). The session's next
+  reply cut off is kept rolled back (searchable, never in the live context). A cancel that comes
+  before the turn has begun keeps the user's message too, and asks no model. The session's next
   prompt waits until the turn has stopped, so turns never interleave. ``$/cancel_request`` for a
   prompt means the same.
 
@@ -51,7 +52,7 @@ from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, turn_st
 from compression.models import CompressionEvent
 from hermes_site.errors import report
 from sessions_app.models import Channel, Session
-from sessions_app.services import ServiceError, open_session
+from sessions_app.services import ServiceError, append_messages, open_session
 
 logger = logging.getLogger(__name__)
 CANCEL_REQUEST = "$/cancel_request"
@@ -234,6 +235,13 @@ class HermesAcpAgent:
         session = Session.objects.filter(pk=session_id, channel=self.channel).first()
         if session is None:
             raise RequestError.resource_not_found(session_id)
+        if turn.stop.is_set():
+            # Cancelled before the turn began: what the user said is kept, as a cancel a moment
+            # later keeps it; no model is asked, and a /compress does not run.
+            stripped = text.strip()
+            if not (stripped == COMMAND or stripped.startswith(COMMAND + " ")):
+                append_messages(session, [{"role": "user", "content": text}], run_hooks=False)
+            return ""
         steps = turn_steps(session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP)
         streamed = False
         try:
