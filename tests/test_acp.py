@@ -292,3 +292,24 @@ def test_a_cancel_before_the_turn_begins_keeps_the_users_message_and_asks_no_mod
     rows = Message.objects.filter(session=session).values_list("role", "content", "active")
     assert list(rows) == [("user", "keep what I said", True)]
     assert not CompressionEvent.objects.filter(session=session).exists()
+
+
+@pytest.mark.parametrize(
+    ("message", "args", "dropped"),
+    [
+        ("Unhandled error while handling notification method=%s", ("$/cancel_request",), True),
+        ("no handler for %r", ("$/cancel_request",), True),  # another wording, same method
+        ("Unhandled error while handling notification method=%s", ("session/cancel",), False),
+        ("Receive loop failed", (), False),
+        ("%d%%", ("not a number",), False),  # cannot be formatted: kept, not judged
+    ],
+)
+def test_only_the_sdks_complaint_about_cancel_request_is_kept_out_of_the_log(
+    message, args, dropped
+):
+    import logging
+
+    from compression.management.commands.acp import _SeenCancelRequest
+
+    record = logging.LogRecord("root", logging.ERROR, __file__, 1, message, args, None)
+    assert _SeenCancelRequest().filter(record) is not dropped
