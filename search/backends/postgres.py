@@ -342,7 +342,7 @@ def _over_every_match(
     # The matches since the refresh are the newest rows: walk the primary key down to it,
     # whatever the statistics say (without them the planner may fetch every match of a common
     # word through its GIN index, or read the table, and sort them). The walk stops at a window
-    # of matches. (Set for this statement only: the caller's transaction goes on.)
+    # of matches. (Set for this statement only: a caller's transaction goes on.)
     fresh: list[tuple[int, float]] = []
     if best.anything_newer:
         with transaction.atomic():  # set_config(..., true) lasts until its end, or is ignored
@@ -405,7 +405,7 @@ def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[
 def _trigram_best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:
     """The newest ``n`` matches up to ``upto`` in the scope (scored minus their id: newest
     first) and how many there are, counted through the trigram index (in the worker: at
-    1,000,000 messages, up to a second for a fragment in one row of eight)."""
+    1,000,000 messages 0.02-0.4 s, and 2 s for a CJK word in one message of eight)."""
     filters = Filters(channel_id=channel_id).resolved()
     where, params = filters_sql(filters)
     newest = _trigram_candidates(route, filters, where, params, want=n, below=upto + 1)
