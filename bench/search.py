@@ -19,7 +19,8 @@ the index itself). Each query runs ``--repeat`` times, after one untimed run tha
 worker keep the best rows of a query matching more than the rank window (the refresh runs at
 once here, as the worker's would in a running service; search.ranked): what is timed is the
 steady state. The first lookup of such a query, before its refresh lands, is ranked within its
-newest window as ``--first-lookups`` measures.
+newest window as ``--first-lookups`` measures. Last, where a common word's best match planted in
+the oldest tenth of the corpus ranks (it should be first).
 """
 
 from __future__ import annotations
@@ -117,6 +118,13 @@ def _setup(data_dir: Path) -> None:
     django.setup()
 
 
+# A common word's best match, planted in the oldest session of the first channel (the oldest
+# tenth of any size): said far more often than any generated sentence says it, so it ranks
+# first by BM25 and by ts_rank alike. The benchmark checks it comes first.
+PLANTED = " ".join(["deploy"] * 12)
+PLANTED_AT = 200  # its position in that session
+
+
 def load(size: int) -> None:
     """Insert ``size`` rows with the index triggers off (indexes are built and timed after)."""
     from django.db import connection, transaction
@@ -149,6 +157,8 @@ def load(size: int) -> None:
         for p in range(count):
             i = start + p
             text = sentence(rng, i)
+            if start == 0 and p == PLANTED_AT:
+                text = PLANTED
             archived = p < count // 4
             rows.append(
                 (
@@ -272,6 +282,26 @@ def _refresh_at_once() -> None:
         refresh_ranked(index, expression, phrases, channel_id)
 
 
+def planted_first() -> str:
+    """Where the planted best match of ``deploy`` ranks, as a gateway's search in its channel
+    answers (after the timed runs: in the steady state, its best rows kept)."""
+    from search.filters import Filters
+    from search.service import search
+    from sessions_app.models import Channel, Message
+
+    planted = Message.objects.get(content=PLANTED)
+    channel = Channel.objects.order_by("pk").values_list("pk", flat=True)[0]
+    oldest = Message.objects.count() // 10
+    result = search("deploy", Filters(channel_id=channel), limit=20, window=0)
+    hits = [h.message.pk for h in result.hits]
+    where = f"#{hits.index(planted.pk) + 1}" if planted.pk in hits else "not in the first 20"
+    return (
+        f"`deploy`'s best match, planted at id {planted.pk:,} (the oldest tenth: ids up to "
+        f"{oldest:,}), among {result.total:,} matches in the channel: {where}"
+        f"{'' if result.ranked_within is None else f' (ranked within {result.ranked_within})'}"
+    )
+
+
 def measure(size: int, repeat: int, warm: bool = True) -> list[tuple]:
     from django.db import connection, transaction
 
@@ -392,7 +422,7 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
         t0 = time.perf_counter()
         built = _build_indexes(size)
         build_s = time.perf_counter() - t0
-        fresh_rows = None
+        fresh_rows = fresh_planted = None
         if backend == "postgresql":
             # As a restored backup or a fresh load with autovacuum off: no statistics at all.
             with connection.cursor() as cursor:
@@ -402,6 +432,7 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
                 )
             os.sync()  # as below
             fresh_rows = measure(size, repeat, warm)
+            fresh_planted = planted_first()
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
         size_after = _database_mib(data)
@@ -409,6 +440,7 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
         # writeback does not run during the timed queries.
         os.sync()
         search_rows = measure(size, repeat, warm)
+        planted = planted_first()
 
     name = "PostgreSQL" if backend == "postgresql" else "SQLite"
     print(f"\n## {size:,} messages, {name}\n")
@@ -419,7 +451,9 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
     scan = "ILIKE" if backend == "postgresql" else "LIKE"
     if fresh_rows is not None:
         _table(fresh_rows, scan, "without planner statistics (freshly loaded or restored)")
+        print(f"\n{fresh_planted}")
     _table(search_rows, scan, "analyzed" if fresh_rows is not None else "")
+    print(f"\n{planted}")
 
 
 def _table(search_rows: list[tuple], scan: str, title: str) -> None:
