@@ -109,5 +109,6 @@ def _no_refresh_for_slowness(monkeypatch):
     from search import ranked
 
     monkeypatch.setattr(ranked, "SLOW_SECONDS", float("inf"))
+    monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", float("inf"))
     ranked._asked.clear()
     ranked._pending.asks = []  # a test that called a backend directly queued nothing

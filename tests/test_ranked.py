@@ -90,7 +90,8 @@ def test_with_nothing_newer_than_the_kept_rows_a_lookup_walks_no_matches(db):
 def test_on_postgresql_a_slow_query_that_matches_nothing_is_kept_and_then_reads_nothing(
     db, monkeypatch
 ):
-    monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)  # every lookup counts as slow
+    # Every lookup that found nothing counts as slow (a real one: over 0.5 ms).
+    monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", 0.0)
     channel, _, _ = _conversation("ranked-nothing", newer=5)
     filters = Filters(rank_window=100, channel_id=channel.pk)
     assert search('"alpha omega"', filters).total == 0
@@ -294,21 +295,57 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
     statements: list[tuple[str, list]] = []
 
     def record(execute, sql, params, many, context):
-        if ranked.TERMS in sql or ranked.ROWS in sql:
+        if ranked.TERMS in sql or ranked.ROWS in sql or ranked.HEAD_FUNCTION in sql:
             statements.append((sql, list(params)))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
         assert search("alpha", filters, limit=5).ranked_within is None
+    if connection.vendor == "postgresql":
+        # One call (the entry, the newest id, the first kept rows); what it runs, the tables'
+        # counters say: not one of them read whole.
+        assert [sql.split("(")[0].split()[-1] for sql, _ in statements] == [ranked.HEAD_FUNCTION]
+        scans = _scans()
+        with connection.cursor() as cursor:
+            best = ranked.lookup(cursor, "words", '"alpha"', channel.pk, 6)
+        assert best is not None and len(best.head) == 6
+        after = _scans()
+        for table in (ranked.TERMS, ranked.ROWS, "sessions_app_message"):
+            assert after[table][0] == scans[table][0], (table, scans, after)  # no sequential
+            assert after[table][1] > scans[table][1], (table, scans, after)  # by an index
+        return
     assert len(statements) == 2  # the query's entry, then its kept rows
     for sql, params in statements:
         plan = _explain(sql, params)
-        if connection.vendor == "sqlite":  # every table is searched by a key, none scanned
-            # (the newest message id is read off the key's end, in a subquery)
-            lines = [line for line in plan.splitlines() if line != "SCALAR SUBQUERY 1"]
-            assert all(line.startswith("SEARCH") for line in lines), plan
-        else:
-            assert "Seq Scan" not in plan, plan
+        # Every table is searched by a key, none scanned (the newest message id is read off
+        # the key's end, in a subquery).
+        lines = [line for line in plan.splitlines() if line != "SCALAR SUBQUERY 1"]
+        assert all(line.startswith("SEARCH") for line in lines), plan
+
+
+def test_on_postgresql_an_entry_whose_kept_rows_all_left_the_index_is_still_found(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: the one-call lookup")
+    channel, session, _ = _conversation("ranked-all-gone", newer=120)
+    search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)  # kept
+    Message.objects.filter(session=session).update(active=False, compressed=False)
+    with connection.cursor() as cursor:
+        best = ranked.lookup(cursor, "words", '"alpha"', channel.pk, 5)
+    assert best is not None and best.head == () and best.matched == 121
+
+
+def _scans() -> dict[str, tuple[int, int]]:
+    """PostgreSQL: this transaction's sequential and index scans of the tables a lookup reads."""
+    if connection.vendor != "postgresql":
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, seq_scan, idx_scan FROM pg_stat_xact_user_tables "
+            "WHERE relname IN (%s, %s, %s)",
+            [ranked.TERMS, ranked.ROWS, "sessions_app_message"],
+        )
+        found = {name: (seq, idx) for name, seq, idx in cursor.fetchall()}
+    return {t: found.get(t, (0, 0)) for t in (ranked.TERMS, ranked.ROWS, "sessions_app_message")}
 
 
 def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without_statistics(db):

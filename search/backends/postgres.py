@@ -216,7 +216,9 @@ def _run_trigram(
     best = None
     if not route.like and not others[0]:
         with connection.cursor() as cursor:
-            best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
+            best = ranked.lookup(
+                cursor, route.index, route.expression, filters.channel_id, offset + limit
+            )
         if (
             best is not None
             and (answer := _trigram_over_kept(route, filters, best, limit, offset)) is not None
@@ -224,7 +226,8 @@ def _run_trigram(
             return answer
     candidates = _trigram_candidates(route, filters, where, params)
     capped = len(candidates) >= filters.rank_window
-    slow = time.perf_counter() - started > ranked.SLOW_SECONDS
+    took = time.perf_counter() - started
+    slow = took > (ranked.SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
     # A slow fragment is kept even with no match: the answer "none" is then a lookup too.
     if best is None and not route.like and not others[0] and (capped or slow):
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
@@ -246,8 +249,7 @@ def _trigram_over_kept(
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(newer) >= filters.rank_window:
         return None
-    with connection.cursor() as cursor:
-        kept = ranked.kept(cursor, best, [], [], offset + limit)
+    kept = list(best.head or ())  # read with the entry
 
     def older(n: int) -> list[tuple[int, float]]:
         below = _trigram_candidates(route, filters, where, params, want=n, below=best.floor_id)
@@ -289,8 +291,10 @@ def run_fts(
         # A query whose best rows the worker keeps (a common or a slow one): with the scope
         # alone (a channel, or none) only its newer matches are read and scored; narrowed
         # further, the newest window first, which may hold every match there is.
-        best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
         others = filters_sql(replace(filters, channel_id=None))
+        # With the scope alone, the kept rows a page needs come with the entry.
+        first = None if others[0] else offset + limit
+        best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id, first)
 
         def over_every_match(best: ranked.Best) -> tuple | None:
             return _over_every_match(
@@ -307,7 +311,8 @@ def run_fts(
             count = first[0][2] if first else 0
         else:
             count = rows[0][2] if rows else 0
-        slow = time.perf_counter() - started > ranked.SLOW_SECONDS
+        took = time.perf_counter() - started
+        slow = took > (ranked.SLOW_SECONDS if count else ranked.EMPTY_SLOW_SECONDS)
         # A slow query is kept even with no match (a phrase whose words are common, together
         # nowhere): "none" is then a lookup too.
         if best is None and (count >= filters.rank_window or slow):
@@ -359,7 +364,10 @@ def _over_every_match(
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window:
         return None
-    kept = ranked.kept(cursor, best, *others, offset + limit)
+    if best.head is not None and not others[0]:
+        kept = list(best.head)  # read with the entry
+    else:
+        kept = ranked.kept(cursor, best, *others, offset + limit)
     counted: list[int] = []
 
     def tail(n: int) -> list[tuple[int, float]]:
