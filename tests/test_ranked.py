@@ -417,8 +417,10 @@ def test_two_refreshes_of_one_query_racing_on_postgresql_leave_one_entry_and_no_
             f"INSERT INTO {ranked.TERMS} (idx, expression, channel_id, upto, matched, "  # noqa: S608
             "floor, refreshed_at) VALUES ('words', '\"race\"', 0, 5, 1, NULL, now())"
         )
-    threading.Timer(0.5, other.commit).start()  # the second refresh waits on it meanwhile
+    commit = threading.Timer(0.5, other.commit)  # the second refresh waits on it meanwhile
+    commit.start()
     ranked.store("words", '"race"', None, 9, 1, [(1, -1.0)], 5, 100)
+    commit.join()  # the commit's answer read before its connection closes
     other.close()
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT upto FROM {ranked.TERMS} WHERE expression = %s", ['"race"'])  # noqa: S608
