@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,3 +32,19 @@ def setup_service(data_dir: Path) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def run_on_scratch_postgres(command: list[str], env: dict[str, str], url: str, name: str) -> None:
+    """Run ``command`` with HERMES_DATABASE_URL at a new database on the server of ``url``
+    (named ``name`` and a random suffix), dropped afterwards whatever happened."""
+    from tests.processes import _admin_connection
+
+    database = f"{name}_{uuid.uuid4().hex[:8]}"
+    with _admin_connection(url) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    try:
+        env = {**env, "HERMES_DATABASE_URL": url.rsplit("/", 1)[0] + f"/{database}"}
+        subprocess.run(command, check=True, env=env)
+    finally:
+        with _admin_connection(url) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

@@ -22,13 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _timing import median_us, setup_service  # noqa: E402 - after the path is set
+from _timing import median_us, run_on_scratch_postgres, setup_service  # noqa: E402 - after the path
 
 
 def _archive(session, count: int) -> None:
@@ -207,15 +206,7 @@ def main() -> None:
             raise SystemExit(f"PostgreSQL at {POSTGRES} does not answer: {exc}") from None
         print(f"\n(PostgreSQL at {POSTGRES} does not answer, measured SQLite only: {exc})")
         return
-    name = f"hermes_context_bench_{uuid.uuid4().hex[:8]}"
-    with _admin_connection(POSTGRES) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        env["HERMES_DATABASE_URL"] = POSTGRES.rsplit("/", 1)[0] + f"/{name}"
-        subprocess.run(command, check=True, env=env)
-    finally:
-        with _admin_connection(POSTGRES) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    run_on_scratch_postgres(command, env, POSTGRES, "hermes_context_bench")
 
 
 if __name__ == "__main__":

@@ -485,17 +485,9 @@ def _one(size: int, repeat: int, backend: str, warm: bool = True) -> None:
     if backend == "sqlite":
         subprocess.run(args, check=True, env=env)
         return
-    from tests.processes import _admin_connection
+    from _timing import run_on_scratch_postgres
 
-    name = f"hermes_search_bench_{uuid.uuid4().hex[:8]}"
-    with _admin_connection(POSTGRES) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        env["HERMES_DATABASE_URL"] = POSTGRES.rsplit("/", 1)[0] + f"/{name}"
-        subprocess.run(args, check=True, env=env)
-    finally:
-        with _admin_connection(POSTGRES) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    run_on_scratch_postgres(args, env, POSTGRES, "hermes_search_bench")
 
 
 def main() -> None:
