@@ -75,9 +75,10 @@ def pre_compact(
         payload["rows"] = [
             {"position": m.position, "message": m.as_openai()} for m in selection.middle
         ]
-    # A failure that will stop the pass ends the round: the hooks after it would hear of a
-    # compression that is not going to happen.
-    stops = config.checkpoint_required and (trigger not in CompressionEvent.MANUAL or not confirmed)
+    # Whether a failure stops the pass; if it does, it ends the round too: the hooks after it
+    # would hear of a compression that is not going to happen.
+    automatic = trigger not in CompressionEvent.MANUAL
+    stops = config.checkpoint_required and (automatic or not confirmed)
     for url in urls:
         delivery = _deliver(Kind.PRE_COMPACT, url, payload, session, trigger, None, uuid.uuid4())
         gate.delivered.append(delivery.pk)
@@ -85,10 +86,10 @@ def pre_compact(
             gate.failure = f"pre-compact hook {_host(url)}: {delivery.error}"
             if stops:
                 break
-    if gate.failure and config.checkpoint_required:
-        if trigger not in CompressionEvent.MANUAL:
+    if gate.failure and stops:
+        if automatic:
             gate.refusal = f"{gate.failure}; checkpoint_required is set, so nothing changed"
-        elif not confirmed:
+        else:
             gate.ask = True
             gate.refusal = (
                 f"{gate.failure}; checkpoint_required is set, so nothing changed: confirm to "
