@@ -48,7 +48,13 @@ from acp.schema import (
 )
 from django.db import close_old_connections, connections
 
-from compression.agent.turn import COMMAND, ChatFailed, ChatUnavailable, turn_steps
+from compression.agent.turn import (
+    COMMAND,
+    ChatFailed,
+    ChatUnavailable,
+    is_command,
+    turn_steps,
+)
 from compression.models import CompressionEvent
 from hermes_site.errors import report
 from sessions_app.models import Channel, Session
@@ -238,8 +244,7 @@ class HermesAcpAgent:
         if turn.stop.is_set():
             # Cancelled before the turn began: what the user said is kept, as a cancel a moment
             # later keeps it; no model is asked, and a /compress does not run.
-            stripped = text.strip()
-            if not (stripped == COMMAND or stripped.startswith(COMMAND + " ")):
+            if not is_command(text):
                 append_messages(session, [{"role": "user", "content": text}], run_hooks=False)
             return ""
         steps = turn_steps(session, text, command_trigger=CompressionEvent.Trigger.MANUAL_ACP)

@@ -167,6 +167,12 @@ def run_turn(
             return done.value
 
 
+def is_command(content: str) -> bool:
+    """Whether a user's message is ``/compress [focus]`` rather than something to say."""
+    stripped = content.strip()
+    return stripped == COMMAND or stripped.startswith(COMMAND + " ")
+
+
 def turn_steps(
     session: Session,
     content: str,
@@ -181,7 +187,7 @@ def turn_steps(
     user's message stays, a reply cut off is stored rolled back (``interrupted``), never live."""
     result = TurnResult(session=session)
     stripped = content.strip()
-    if stripped == COMMAND or stripped.startswith(COMMAND + " "):
+    if is_command(content):
         focus = stripped[len(COMMAND) :].strip() or None
         result.command = compress(session, trigger=command_trigger, focus=focus)
         result.session = result.command.continued_in or session
