@@ -221,7 +221,8 @@ def _run_trigram(
             )
         if (
             best is not None
-            and (answer := _trigram_over_kept(route, filters, best, limit, offset)) is not None
+            and (answer := _trigram_over_kept(route, filters, where, params, best, limit, offset))
+            is not None
         ):
             return answer
     candidates = _trigram_candidates(route, filters, where, params)
@@ -236,12 +237,17 @@ def _run_trigram(
 
 
 def _trigram_over_kept(
-    route: Route, filters: Filters, best: ranked.Best, limit: int, offset: int
+    route: Route,
+    filters: Filters,
+    where: list[str],
+    params: list,
+    best: ranked.Best,
+    limit: int,
+    offset: int,
 ) -> tuple[list[tuple[int, None]], bool, int, bool] | None:
     """The kept newest rows (scored minus their id, so that the shared merge orders them
     newest first), the matches newer than them, and below them a walk for a page past them.
     None, and a refresh asked for, when the newer matches fill a window."""
-    where, params = filters_sql(filters)
     newer: list[int] = []
     if best.anything_newer:
         newer = _trigram_candidates(route, filters, where, params, above=best.upto)
