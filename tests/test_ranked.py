@@ -101,6 +101,21 @@ def test_on_postgresql_a_slow_query_that_matches_nothing_is_kept_and_then_reads_
     assert not [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
 
 
+def test_the_lower_bar_for_an_empty_answer_does_not_keep_a_query_that_found_something(
+    db, monkeypatch
+):
+    monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", 0.0)  # SLOW_SECONDS stays unreachable
+    channel, _, _ = _conversation("ranked-found", newer=5)
+    assert search("alpha", Filters(rank_window=100, channel_id=channel.pk)).total == 6
+    assert _kept_queries() == 0
+
+
+def _kept_queries() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {ranked.TERMS}")  # noqa: S608 - our table
+        return cursor.fetchone()[0]
+
+
 def test_the_kept_rows_of_one_channel_are_never_another_channel_s(db):
     mine, _, old = _conversation("ranked-mine")
     theirs, _, their_old = _conversation("ranked-theirs")
