@@ -6,7 +6,13 @@ assert on what the service really sent. Behaviours:
 * ``Reply(content, reasoning=None, delay=0, chunk_delay=0)`` -- success, streamed or not;
 * ``Fail(status, message, code=None, type=None)`` -- an HTTP error with an OpenAI error body;
 * ``Malformed()`` -- a 200 whose body is not JSON; ``Drop()`` -- the connection is closed;
-* ``Digest(ratio)`` -- a summary in proportion to the transcript asked about (the demo's).
+* ``Digest(ratio)`` -- a summary in proportion to the transcript asked about (the demo's);
+* ``Respond(fn)`` -- ``fn(body)`` picks the behaviour from the request itself (a peer such as
+  Hermes Agent sends its chat turns and its own summary requests to one server).
+
+A ``Reply``'s ``usage`` is what the server reports (``usage.prompt_tokens`` drives a client's own
+compaction); streamed replies carry it in the last chunk when ``stream_options.include_usage``
+asks, and stream tool calls as OpenAI does (id and name first, then the arguments in pieces).
 
 ``POST …/chat/completions`` answers as chat completions; ``POST …/responses`` as the Responses
 API, with a ``compaction`` output item first when the Reply has ``compaction``; with ``"stream":
@@ -27,6 +33,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -82,7 +89,15 @@ class Digest:
     ratio: float = 0.05
 
 
-Behaviour = Reply | Fail | Malformed | Drop | Raw | Digest
+@dataclass
+class Respond:
+    """A behaviour chosen per request: ``fn`` gets the request body (None if it was not JSON)
+    and returns any other behaviour."""
+
+    fn: Callable[[dict[str, Any] | None], Reply | Fail | Malformed | Drop | Raw | Digest]
+
+
+Behaviour = Reply | Fail | Malformed | Drop | Raw | Digest | Respond
 
 TRANSCRIPT = "TRANSCRIPT TO SUMMARISE:"
 _SERIALS = itertools.count(1)
@@ -157,6 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
         with script.lock:
             script.requests.append(Recorded(self.path, dict(self.headers.items()), body))
         behaviour = script.next()
+        if isinstance(behaviour, Respond):
+            behaviour = behaviour.fn(body)
         if isinstance(behaviour, Digest):
             behaviour = Reply(digest(body, behaviour.ratio))
         if isinstance(behaviour, Drop):
