@@ -13,8 +13,10 @@ import pytest
 
 from compression.testing.fake_model import FakeModelServer
 from tests.hermes_peer import (
+    HermesACP,
     HermesGateway,
     HermesHome,
+    HermesTUI,
     ScriptedAgent,
     needs_hermes,
     processes_under,
@@ -107,6 +109,98 @@ def test_a_gateway_stops_with_the_commands_it_runs_when_the_test_fails_midway(tm
         assert processes_under(home.path) == []
         waiter.join(30)
         assert failures and not waiter.is_alive()
+
+
+def live_rows(db_path, session_id: str) -> list[tuple[int, int, str]]:
+    """(active, compacted, content) of each state.db row of a session, in order."""
+    with sqlite3.connect(db_path) as db:
+        return db.execute(
+            "SELECT active, compacted, content FROM messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+
+
+def talk(prompt) -> list:
+    """The opening every driver test plays: a tool call, then three facts."""
+    first = prompt("Remember the vault code 4417, then run `echo vault-4417`")
+    assert first.startswith("Done:") and "vault-4417" in first, first
+    return [prompt(f"fact {n}: the colour is C{n}.") for n in (1, 2, 3)]
+
+
+def test_over_acp_compact_compresses_the_live_context_but_not_state_db_and_compress_is_no_command(
+    tmp_path,
+):
+    agent = ScriptedAgent()
+    with FakeModelServer() as server:
+        server.script.default = agent.behaviour()
+        home = HermesHome(tmp_path / "home", server.base_url)
+        with HermesACP(home) as hermes:
+            assert hermes.info.agent_capabilities.load_session
+            session = hermes.new_session()
+            talk(lambda text: hermes.prompt(text).text)
+            # /compress is the CLI's and the TUI's: over ACP it is text for the model.
+            assert hermes.prompt("/compress the vault").text == "Noted: /compress the vault"
+            assert agent.summary_requests == []
+            compacted = hermes.compact()
+            after = hermes.prompt("after the compaction")
+        assert processes_under(home.path) == []
+        compacted_request = agent.requests[-1]
+        with HermesACP(home) as again:
+            replayed = again.load_session(session)
+            again.prompt("after a restart")
+        assert processes_under(home.path) == []
+
+    # /compact is Hermes's own: one summary request, no model turn, and the next request
+    # carries the head, Hermes's summary and the tail instead of the middle.
+    assert compacted.stop_reason == "end_turn"
+    assert compacted.text.startswith("Context compressed:"), compacted.text
+    assert len(agent.summary_requests) == 1 and after.text == "Noted: after the compaction"
+    live = [text_of(m) for m in compacted_request["messages"]]
+    assert live[1].startswith("Remember the vault code 4417")
+    assert any(t.startswith("[CONTEXT COMPACTION") for t in live)
+    assert "fact 1: the colour is C1." not in live
+    # ...but state.db was never told: ACP's /compact detaches the session store while it
+    # compresses, and every original row stays live, with no summary row.
+    rows = live_rows(home.state_db, session)
+    assert rows and all(active == 1 and compacted == 0 for active, compacted, _ in rows)
+    assert not any(content.startswith("[CONTEXT COMPACTION") for *_, content in rows)
+    # So a session loaded by another `hermes acp` (it replays the history first) has its
+    # middle back, uncompacted.
+    assert any("fact 1: the colour is C1." in getattr(u.content, "text", "") for u in replayed)
+    reloaded = [text_of(m) for m in agent.requests[-1]["messages"]]
+    assert "fact 1: the colour is C1." in reloaded
+    assert not any(t.startswith("[CONTEXT COMPACTION") for t in reloaded)
+
+
+def test_the_tui_gateways_session_compress_takes_a_focus_and_compacts_state_db_without_a_terminal(
+    tmp_path,
+):
+    agent = ScriptedAgent()
+    with FakeModelServer() as server:
+        server.script.default = agent.behaviour()
+        home = HermesHome(tmp_path / "home", server.base_url)  # in place: 0.19.0's default
+        with HermesTUI(home) as tui:
+            tui.create_session()
+            talk(lambda text: tui.prompt(text).text)
+            result = tui.compress("the vault code")
+            after = tui.prompt("after the compaction")
+        assert processes_under(home.path) == []
+
+    assert result["status"] == "compressed"
+    assert result["after_messages"] < result["before_messages"]
+    # The focus reached Hermes's summary prompt.
+    (summary,) = agent.summary_requests
+    assert "the vault code" in text_of(summary["messages"][-1])
+    assert after.text == "Noted: after the compaction"
+    live = [text_of(m) for m in agent.requests[-1]["messages"]]
+    assert live[1].startswith("Remember the vault code 4417")
+    assert any(t.startswith("[CONTEXT COMPACTION") for t in live)
+    assert "fact 1: the colour is C1." not in live
+    # In place, under the same state.db id: the originals archived, the summary live.
+    rows = live_rows(home.state_db, after.session_id)
+    archived = [content for active, compacted, content in rows if not active and compacted]
+    assert "fact 1: the colour is C1." in archived
+    assert any(c.startswith("[CONTEXT COMPACTION") for active, _, c in rows if active)
 
 
 def _is_sleep(pid: int) -> bool:
