@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +42,7 @@ HERMES = PEER / ".venv" / "bin" / "hermes"
 HERMES_PYTHON = PEER / ".venv" / "bin" / "python"
 VERSION = "0.19.0"
 MODEL = "loopback-agent"
+RECORDER = "engine-recorder"
 # What Hermes's summariser prompt always holds (agent/context_compressor.py, _generate_summary).
 SUMMARY_ASKS = ("TURNS TO SUMMARIZE:", "NEW TURNS TO INCORPORATE:")
 STATUS = ("⚠", "⟳")
@@ -166,17 +168,45 @@ class HermesHome:
             "terminal": {"backend": "local", "cwd": str(self.path)},
             "approvals": {"mode": "off"},
         }
-        for key, value in (config or {}).items():
-            if isinstance(value, dict) and isinstance(settings.get(key), dict):
-                settings[key] = {**settings[key], **value}
-            else:
-                settings[key] = value
         self.config = settings
-        (self.path / "config.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        self.configure(config or {})
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Merges ``config`` (one level deep) into ``config.yaml``; Hermes reads it afresh in
+        each process it starts."""
+        for key, value in config.items():
+            if isinstance(value, dict) and isinstance(self.config.get(key), dict):
+                self.config[key] = {**self.config[key], **value}
+            else:
+                self.config[key] = value
+        (self.path / "config.yaml").write_text(yaml.safe_dump(self.config), encoding="utf-8")
 
     @property
     def state_db(self) -> Path:
         return self.path / "state.db"
+
+    def record_engine_calls(self) -> None:
+        """Installs the test peer's ``engine-recorder`` plugin (``tests/peers/hermes/
+        engine_recorder``: Hermes's built-in compressor as a plugin context engine that writes
+        down every call Hermes makes on it) as a user plugin of this home, and selects it, as a
+        user would (``hermes plugins enable``, ``context.engine``). ``engine_calls()`` reads
+        what it wrote."""
+        target = self.path / "plugins" / RECORDER
+        shutil.copytree(PEER / "engine_recorder", target, dirs_exist_ok=True)
+        enabled = list((self.config.get("plugins") or {}).get("enabled") or [])
+        self.configure(
+            {
+                "plugins": {"enabled": [*enabled, RECORDER]},
+                "context": {"engine": RECORDER},
+            }
+        )
+
+    def engine_calls(self) -> list[dict[str, Any]]:
+        """The ``engine-recorder``'s calls so far, in order (one dict a call)."""
+        log = self.path / "engine-calls.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
@@ -337,6 +367,7 @@ class HermesGateway:
         self.startup_timeout = startup_timeout
         self.log_path = home.path / "gateway.log"
         self.sessions: dict[str, str] = {}
+        self.session_keys: dict[str, str] = {}
         self.turns: list[GatewayTurn] = []
         self._child = _Child(home.path)
         self._log: Any = None
@@ -438,14 +469,25 @@ class HermesGateway:
         return status, got, payload
 
     def turn(
-        self, message: str, conversation: str = "default", *, timeout: float = 180
+        self,
+        message: str,
+        conversation: str = "default",
+        *,
+        session_key: str | None = None,
+        timeout: float = 180,
     ) -> GatewayTurn:
         """One user turn of ``conversation``; fails the test with the gateway's log if Hermes
-        does not answer 200 with a reply."""
+        does not answer 200 with a reply. ``session_key`` (kept for the conversation's later
+        turns) is sent as ``X-Hermes-Session-Key``: the stable per-channel key Hermes hands its
+        context engine as ``on_session_start(conversation_id=…)``, across rotations."""
         # A new conversation gets an id of its own: without one Hermes derives it from the
         # first user message, so two conversations that open alike would share a session.
         session = self.sessions.setdefault(conversation, f"gw_{secrets.token_hex(8)}")
         headers = {"X-Hermes-Session-Id": session}
+        if session_key:
+            self.session_keys[conversation] = session_key
+        if conversation in self.session_keys:
+            headers["X-Hermes-Session-Key"] = self.session_keys[conversation]
         started = time.monotonic()
         status, got, body = self.request(
             "POST",

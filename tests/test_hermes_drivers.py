@@ -203,6 +203,85 @@ def test_the_tui_gateways_session_compress_takes_a_focus_and_compacts_state_db_w
     assert any(c.startswith("[CONTEXT COMPACTION") for active, _, c in rows if active)
 
 
+def calls(home: HermesHome, name: str) -> list[dict]:
+    return [c for c in home.engine_calls() if c["call"] == name]
+
+
+def test_what_a_context_engine_plugin_is_called_with_through_the_gateway_acp_and_the_tui(
+    tmp_path,
+):
+    """The engine-recorder plugin is Hermes's built-in compressor registered as a plugin
+    engine; what it wrote down is what a context-engine plugin gets from each driver."""
+    size = {"tokens": 1_000}
+    agent = ScriptedAgent(prompt_tokens=lambda body: size["tokens"])
+    with FakeModelServer() as server:
+        server.script.default = agent.behaviour()
+        rotation = {"compression": {"in_place": False}}
+        gateway_home = HermesHome(tmp_path / "gateway", server.base_url, config=rotation)
+        gateway_home.record_engine_calls()
+        with HermesGateway(gateway_home) as gateway:
+            gateway.turn("Hello.", session_key="channel-7")
+            talk(lambda text: gateway.turn(text).reply)
+            first = gateway.turns[-1]
+            size["tokens"] = 150_000
+            rotated = gateway.turn("now run `echo over-the-threshold`")
+            size["tokens"] = 1_000
+            gateway.turn("/compress the vault")  # the API server has no slash commands
+        acp_home = HermesHome(tmp_path / "acp", server.base_url)
+        acp_home.record_engine_calls()
+        with HermesACP(acp_home) as hermes:
+            hermes.new_session()
+            talk(lambda text: hermes.prompt(text).text)
+            hermes.compact()
+        tui_home = HermesHome(tmp_path / "tui", server.base_url)
+        tui_home.record_engine_calls()
+        with HermesTUI(tui_home) as tui:
+            tui.create_session()
+            talk(lambda text: tui.prompt(text).text)
+            tui.compress("the vault code")
+
+    # The API server builds an agent, so a deep copy of the engine, for every request, and
+    # tells each copy on_session_start; X-Hermes-Session-Key arrives as conversation_id.
+    starts = calls(gateway_home, "on_session_start")
+    fresh = [c for c in starts if "boundary_reason" not in c]
+    assert len(fresh) == 7 and len({c["engine"] for c in fresh}) == 7
+    assert {(c["platform"], c["conversation_id"]) for c in starts} == {("api_server", "channel-7")}
+    # Its automatic compaction: should_compress said yes, then compress, not forced, no focus;
+    # the rotation ends the old Hermes session and starts the new one on the same copy.
+    (compress,) = calls(gateway_home, "compress")
+    assert (compress["force"], compress["focus_topic"], compress["current_tokens"]) == (
+        False,
+        None,
+        150_000,
+    )
+    log = gateway_home.engine_calls()
+    at = log.index(compress)
+    assert log[at - 1]["call"] == "should_compress"
+    end, start = log[at + 1], log[at + 2]
+    assert (end["call"], end["session_id"]) == ("on_session_end", first.session_id)
+    assert (start["call"], start["session_id"]) == ("on_session_start", rotated.session_id)
+    assert (start["old_session_id"], start["boundary_reason"]) == (first.session_id, "compression")
+    assert len({c["engine"] for c in (log[at - 1], compress, end, start)}) == 1
+    # No other session end, not even when the gateway stops.
+    assert calls(gateway_home, "on_session_end") == [end]
+
+    # ACP: one agent per session; /compact calls compress unasked by should_compress, not
+    # forced and without a focus, so an engine cannot tell it from an automatic one by its
+    # arguments. Closing the connection ends no session.
+    (session_start,) = calls(acp_home, "on_session_start")[:1]
+    (compact,) = calls(acp_home, "compress")
+    assert (compact["force"], compact["focus_topic"]) == (False, None)
+    assert calls(acp_home, "should_compress") == [] and calls(acp_home, "on_session_end") == []
+    assert {c["engine"] for c in acp_home.engine_calls()} == {session_start["engine"]}
+
+    # The TUI gateway's session.compress hands the engine its focus (still not forced), and
+    # the gateway ends the session when its stdin closes.
+    (focused,) = calls(tui_home, "compress")
+    assert (focused["force"], focused["focus_topic"]) == (False, "the vault code")
+    assert calls(tui_home, "should_compress") == []
+    assert tui_home.engine_calls()[-1]["call"] == "on_session_end"
+
+
 def _is_sleep(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
