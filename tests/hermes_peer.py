@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import os
@@ -59,6 +60,13 @@ def missing() -> str | None:
     stamp = PEER / ".venv" / ".hermes-installed"
     if not stamp.exists():
         return "the Hermes Agent install in tests/peers/hermes/.venv is incomplete (run bin/peers)"
+    # bin/peers stamps the install with the hash of the pins it installed.
+    pins = hashlib.sha256((PEER / "requirements.txt").read_bytes()).hexdigest()
+    if stamp.read_text().strip() != pins:
+        return (
+            "the Hermes Agent install in tests/peers/hermes/.venv predates "
+            "tests/peers/hermes/requirements.txt (run bin/peers)"
+        )
     return None
 
 
