@@ -84,6 +84,7 @@ def compress_task(
     focus: str | None = None,
     around_position: int | None = None,
     confirm: bool = False,
+    memory_context: str | None = None,
 ) -> dict[str, Any]:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
@@ -95,6 +96,7 @@ def compress_task(
             focus=focus,
             around_position=around_position,
             confirmed=confirm,
+            memory_context=memory_context,
         )
     except AlreadyRunning as exc:
         return {"session_id": session_id, "outcome": "running", "error": exc.message}
@@ -104,17 +106,70 @@ def compress_task(
 @contained()
 def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     """An automatic trigger's compression, re-checking the guards when it runs."""
-    from compression.policy.triggers import run_automatic, still_needed
+    from compression.policy.triggers import compress_to_limit, run_automatic, still_needed
 
     # Started: the next append over the threshold may queue another.
     Session.objects.filter(pk=session_id).update(auto_queued_at=None)
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
-    decision = still_needed(session, trigger) or run_automatic(session, trigger)
+    if trigger == CompressionEvent.Trigger.HYGIENE:  # queued by the hard message limit
+        decision = compress_to_limit(session)
+    else:
+        decision = still_needed(session, trigger) or run_automatic(session, trigger)
     if decision.result is not None:
         return result_dict(decision.result)
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}
+
+
+# A decision's action as the answer's outcome, where the two words differ.
+DECISION_OUTCOMES = {"skip": "skipped"}
+
+
+@contained()
+def requested_task(
+    session_id: str, trigger: str, memory_context: str | None = None
+) -> dict[str, Any]:
+    """An automatic compression a client asked for (POST /compress with ``automatic``): what
+    the worker does with a queued automatic one -- the threshold re-checked, the guards
+    applied -- except that no queue mark is its to clear. The answer names the decision."""
+    from compression.policy.triggers import run_automatic, still_needed
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    decision = still_needed(session, trigger) or run_automatic(
+        session, trigger, memory_context=memory_context
+    )
+    body = (
+        result_dict(decision.result)
+        if decision.result is not None
+        else {
+            "session_id": session_id,
+            "outcome": DECISION_OUTCOMES.get(decision.action, decision.action),
+        }
+    )
+    if decision.action == "running":
+        body["error"] = decision.reason
+    return {**body, "trigger": trigger, "reason": decision.reason}
+
+
+@contained(CompressionEvent.Trigger.ERROR)
+def error_task(session_id: str, attempt: int = 0) -> dict[str, Any]:
+    """The compression a gateway's model error calls for (POST /sessions/{id}/model_error),
+    ``attempt`` deep: the error trigger's own run, which ignores cooldown and anti-thrash."""
+    from compression.policy.triggers import run_automatic
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    decision = run_automatic(session, CompressionEvent.Trigger.ERROR, first_attempt=attempt)
+    body = (
+        result_dict(decision.result)
+        if decision.result is not None
+        else {"session_id": session_id, "outcome": decision.action}
+    )
+    return {**body, "trigger": CompressionEvent.Trigger.ERROR, "reason": decision.reason}
 
 
 @contained()

@@ -202,6 +202,78 @@ def current_tokens(session: Session) -> int:
     return max(session.live_tokens, reported)
 
 
+def over_hard_limit(session: Session) -> str | None:
+    """T2/G1: why ``session`` holds too many live messages to go on as it is (at or over
+    ``hygiene_hard_message_limit``), or None. A context that lives elsewhere (a Codex thread)
+    is not measured by our rows."""
+    limit = get_config().compression.hygiene_hard_message_limit
+    if session.live_messages < limit or external_context(session) is not None:
+        return None
+    return (
+        f"{session.live_messages:,} live messages at or over the hard limit {limit:,} "
+        "(compression.hygiene_hard_message_limit)"
+    )
+
+
+def hard_limit_on_append(session: Session) -> Decision | None:
+    """The hard message limit after an append (T2, G1): it queues a compression that bypasses
+    cooldown and anti-thrash -- the death spiral is exactly a session its guards keep from ever
+    shrinking -- whatever the token threshold says, ``defer`` or not. The master switch and
+    hygiene's own cooldown (G2: the last one failed) still hold it back. None: under it."""
+    why = over_hard_limit(session)
+    if why is None:
+        return None
+    block = guards.blocked(session, Trigger.HYGIENE, bypass_locks=True) or guards.hygiene_cooldown(
+        session
+    )
+    if block:
+        record_decision(session, Trigger.HYGIENE, Outcome.LOCKED, f"{why}, but {block}")
+        return Decision(Trigger.HYGIENE, "locked", f"{why}, but {block}")
+    busy = pending(session)
+    if busy is None and enqueue(session, Trigger.HYGIENE):
+        return Decision(Trigger.HYGIENE, "queued", why)
+    if busy is None:  # queued by a concurrent append since this one read the session
+        session.refresh_from_db(fields=["auto_queued_at", "compressing_until"])
+        busy = pending(session) or ("queued", "an automatic compression is queued")
+    reason = f"{why}; {busy[1]}"
+    record_decision(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
+    return Decision(Trigger.HYGIENE, busy[0], reason)
+
+
+def compress_to_limit(session: Session) -> Decision:
+    """The worker's compression for the hard message limit: passes until the session is under
+    it (or a pass makes no progress); left over it, it starts hygiene's cooldown (G2), so the
+    next appends do not repeat it at once."""
+    config = get_config().compression
+    why = over_hard_limit(session)
+    if why is None:
+        reason = (
+            f"no longer needed when the worker ran it: {session.live_messages:,} live messages "
+            f"under the hard limit {config.hygiene_hard_message_limit:,}"
+        )
+        record_decision(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
+        return Decision(Trigger.HYGIENE, "skip", reason)
+    decision = run_automatic(
+        session,
+        Trigger.HYGIENE,
+        bypass_locks=True,
+        message_limit=config.hygiene_hard_message_limit,
+    )
+    if decision.action == "running":
+        return decision
+    session.refresh_from_db()
+    still = over_hard_limit(session)
+    if still or decision.action not in guards.DONE:
+        record_decision(
+            session,
+            Trigger.HYGIENE,
+            Outcome.FAILED,
+            "hard-limit compression did not bring the session under the limit: "
+            f"{still or decision.reason}",
+        )
+    return decision
+
+
 def still_needed(session: Session, trigger: str) -> Decision | None:
     """A queued automatic compression, when the worker reaches it: a skip (recorded) if the
     session no longer needs it -- an operator or another trigger compressed it meanwhile."""
@@ -220,12 +292,22 @@ def still_needed(session: Session, trigger: str) -> Decision | None:
 
 
 def after_append(
-    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None = None
+    session: Session,
+    usage: dict[str, Any] | None,
+    threshold: Threshold | None = None,
+    *,
+    defer: bool = False,
 ) -> list[Decision]:
     """The check after messages were stored: with the usage a model reported (post-call, T1),
     else with the local estimate. Firing enqueues the compression; the caller never waits.
     ``session``'s counters and queue marks are the ones the append just stored (read back by
-    its write, under the lock); ``threshold`` was read before the append took the lock."""
+    its write, under the lock); ``threshold`` was read before the append took the lock.
+    ``defer``: a client that runs its own model loop runs the compression itself (POST
+    /compress with ``automatic``); firing answers ``due`` instead of queueing it."""
+    hard = hard_limit_on_append(session)
+    if hard is not None and hard.action != "locked":
+        return [hard]  # the one compression this session gets now
+    ahead = [hard] if hard is not None else []
     prompt = (usage or {}).get("prompt_tokens", (usage or {}).get("input_tokens"))
     if prompt is not None:
         completion = (usage or {}).get("completion_tokens", (usage or {}).get("output_tokens")) or 0
@@ -237,11 +319,14 @@ def after_append(
             # the usage the gateway reports says how big the thread is.
             reason = "a Codex session is measured by the usage its gateway reports; none was sent"
             record_decision(session, trigger, Outcome.SKIPPED, reason, tokens=tokens)
-            return [Decision(trigger, "skip", reason)]
+            return [*ahead, Decision(trigger, "skip", reason)]
     decision = decide(session, trigger, tokens, threshold=threshold)
     if decision.action == "compress":
         busy = pending(session)
-        if busy is None and enqueue(session, trigger):
+        if busy is None and defer:
+            decision.action = "due"
+            decision.reason += "; due: the client runs it (POST /compress, automatic)"
+        elif busy is None and enqueue(session, trigger):
             decision.action = "queued"
         else:
             if busy is None:  # queued by a concurrent append since this one read the session
@@ -250,8 +335,8 @@ def after_append(
             decision.action = busy[0]
             decision.reason = f"{decision.reason}; {busy[1]}"
             record_decision(session, trigger, Outcome.SKIPPED, decision.reason, tokens=tokens)
-    decisions = [decision]
-    if decision.action != "queued" and due.micro_due(session):
+    decisions = [*ahead, decision]
+    if decision.action not in ("queued", "due") and due.micro_due(session):
         every = get_config().compression.micro_compact_every_n_turns
         _enqueue_task("compression.tasks.micro_task", session, f"micro {session.pk}")
         decisions.append(
@@ -281,11 +366,13 @@ def enqueue_manual(
     focus: str | None = None,
     around: int | None = None,
     confirm: bool = False,
+    memory_context: str | None = None,
 ) -> str:
     """Queue an operator's or gateway's compression now and return the task id: such a request
     writes nothing, so there is no commit to wait for. Raises NotFound for an ``around``
     position the session does not have (the engine would otherwise compress near the tail).
-    ``confirm``: go on without the pre-compact checkpoint if it fails."""
+    ``confirm``: go on without the pre-compact checkpoint if it fails. ``memory_context``:
+    the client's memory providers' text, for the summariser's prompt."""
     from django_q.tasks import async_task
 
     check_around(session, around)
@@ -296,6 +383,33 @@ def enqueue_manual(
         focus,
         around,
         confirm,
+        memory_context,
+        task_name=f"compress {session.pk}",
+        group="compression",
+        **task_kwargs(),
+    )
+
+
+def requested_trigger(session: Session) -> str:
+    """The trigger an automatic compression a client asks for runs as: the threshold check
+    that answered it due -- on the usage the model reported, if any is known since the last
+    summary, else on the estimate."""
+    if session.last_prompt_tokens is not None:
+        return Trigger.THRESHOLD_POST
+    return Trigger.THRESHOLD_PRE
+
+
+def enqueue_requested(session: Session, memory_context: str | None = None) -> str:
+    """Queue the automatic compression a client asks for (it deferred the append's decision to
+    itself) and return the task id. The worker runs it as the service's own trigger would:
+    the threshold re-checked, the guards applied."""
+    from django_q.tasks import async_task
+
+    return async_task(
+        "compression.tasks.requested_task",
+        str(session.pk),
+        requested_trigger(session),
+        memory_context,
         task_name=f"compress {session.pk}",
         group="compression",
         **task_kwargs(),
@@ -318,6 +432,10 @@ def prepare_append(session: Session) -> Threshold:
 
 
 def after_append_hook(
-    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None
+    session: Session,
+    usage: dict[str, Any] | None,
+    threshold: Threshold | None,
+    *,
+    defer: bool = False,
 ) -> list[dict[str, str]]:
-    return [d.as_dict() for d in after_append(session, usage, threshold)]
+    return [d.as_dict() for d in after_append(session, usage, threshold, defer=defer)]
