@@ -22,7 +22,12 @@ from compression.tasks import result_dict
 from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
-from sessions_app.services import InvalidInput, StateConflict, get_session_for_channel
+from sessions_app.services import (
+    InvalidInput,
+    StateConflict,
+    get_session_for_channel,
+    live_context,
+)
 from sessions_app.services.context import external_context
 from sessions_app.services.validation import check_text
 
@@ -58,6 +63,12 @@ class CompressIn(Schema):
         description="Text from the client's memory providers: the summariser reads it after "
         "the transcript, as reference material (not instructions).",
     )
+    return_context: bool = Field(
+        False,
+        description="Also answer the live context afterwards (`context`, as GET "
+        "/sessions/{id}/context answers its `messages`): a client that waits on the "
+        "compression needs no second round trip.",
+    )
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
@@ -92,6 +103,14 @@ class CompressOut(Schema):
         None, description="With compression.progress_notices: the notice row's text for the user."
     )
     error: str | None = None
+    session: SessionOut | None = Field(
+        None,
+        description="The session as it is after the compression (the continuation, when it "
+        "went on in a new one): counters, guard, usage.",
+    )
+    context: list[dict[str, Any]] | None = Field(
+        None, description="With return_context: the session's live context, OpenAI messages."
+    )
 
 
 class TurnIn(Schema):
@@ -150,7 +169,15 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
         )
     body = awaited(task_id, session, payload.wait_seconds if payload.wait else None)
     if body is None:
-        return Status(202, {"session_id": str(session.pk), "outcome": "queued", "task_id": task_id})
+        return Status(
+            202,
+            {
+                "session_id": str(session.pk),
+                "outcome": "queued",
+                "task_id": task_id,
+                "session": SessionOut.of(session),
+            },
+        )
     if body.get("outcome") == "running":
         raise StateConflict(body.get("error") or "already running")
     if body.get("needs_confirmation"):
@@ -160,6 +187,11 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
             "compression.checkpoint_required is set, so nothing was changed. Send "
             '"confirm": true to compress without the checkpoint.'
         )
+    # The conversation goes on in the continuation when the compression made one.
+    after = get_session_for_channel(request.auth, body.get("continued_in") or session_id)
+    body["session"] = SessionOut.of(after)
+    if payload.return_context:
+        body["context"] = live_context(after)
     return Status(200, body)
 
 

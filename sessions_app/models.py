@@ -113,6 +113,11 @@ class Session(models.Model):
     # A mirroring client's own count of the messages it has sent with a ``sequence`` (the
     # append's exactly-once check): the next batch's first message is expected at this index.
     next_sequence = models.PositiveBigIntegerField(default=0, db_default=0)
+    # The tool the client's model recalls originals with: each summary's note and each progress
+    # notice name it (a Hermes plugin's model has its own session_search, searching elsewhere).
+    recall_tool = models.CharField(
+        max_length=64, default="session_search", db_default="session_search"
+    )
 
     # What the model last reported; preferred over local estimates (SPEC 10).
     last_prompt_tokens = models.PositiveBigIntegerField(null=True, blank=True)

@@ -448,3 +448,54 @@ def test_a_hard_limit_compression_goes_on_in_deeper_passes_until_under_the_limit
     assert Session.objects.get(pk=sid).live_messages < 50
     assert not events(sid, trigger="hygiene", outcome="failed")
     assert_consistent(Session.objects.get(pk=sid))
+
+
+# --- What a waiting client reads back (the Hermes plugin) -------------------------------------
+
+
+def test_a_compress_answer_carries_the_session_and_with_return_context_the_live_context(
+    gateway, summariser
+):
+    sid = mirrored(gateway)
+    over_the_threshold(gateway, sid)
+    body = gateway.post(
+        f"/sessions/{sid}/compress", {"automatic": True, "return_context": True}
+    ).json()
+    assert body["outcome"] == "compressed"
+    assert body["session"]["id"] == sid and body["session"]["counters"]["compressions"] == 1
+    context = gateway.get(f"/sessions/{sid}/context").json()["messages"]
+    assert body["context"] == context  # what GET …/context answers, in the same round trip
+    assert any(SUMMARY.splitlines()[1] in (m.get("content") or "") for m in context)
+    # Without return_context the answer has the session only.
+    plain = gateway.post(f"/sessions/{sid}/compress", {}).json()
+    assert plain["context"] is None and plain["session"]["id"] == sid
+
+
+def test_a_session_opened_with_a_recall_tool_names_it_in_its_summaries_and_notices(
+    gateway, summariser, hermes_config
+):
+    hermes_config(
+        auxiliary={"compression": {"model": "summary", "base_url": summariser.base_url}},
+        compression={"progress_notices": True},
+    )
+    opened = gateway.open(system_prompt="sys", recall_tool="memory_recall")
+    assert opened["recall_tool"] == "memory_recall"
+    sid = opened["id"]
+    batch = [m for n in range(12) for m in turn(n)]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": batch})
+    body = gateway.post(f"/sessions/{sid}/compress", {"return_context": True}).json()
+    summary = next(m for m in body["context"] if "CONTEXT" in (m.get("content") or ""))
+    assert "are kept: memory_recall finds them.]" in summary["content"]
+    assert "session_search" not in summary["content"]
+    assert "(memory_recall, around #" in body["notice"]
+    # A session opened without one names the service's own tool, as before.
+    other = mirrored(gateway)
+    plain = gateway.post(f"/sessions/{other}/compress", {"return_context": True}).json()
+    assert any("session_search finds them" in (m.get("content") or "") for m in plain["context"])
+
+
+@pytest.mark.parametrize("name", ["", "two words", "x" * 65, "semi;colon"])
+def test_a_recall_tool_name_that_is_not_a_tool_name_is_422(gateway, name):
+    response = gateway.post("/sessions", {"model": "gpt-4o", "recall_tool": name})
+    assert response.status_code == 422
+    assert "recall_tool" in response.content.decode()

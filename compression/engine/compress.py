@@ -390,7 +390,8 @@ def _write_back(
     first, last = selection.middle[0], selection.middle[-1]
     expected_ids = {m.pk for m in selection.middle}
     expected_tokens = selection.middle_tokens
-    content = prompts.wrap_summary(text, fallback=fallback, covers=(first.position, last.position))
+    covers = (first.position, last.position)
+    content = prompts.wrap_summary(text, fallback=fallback, covers=covers, tool=session.recall_tool)
     following = [m for m in (*selection.pinned, *selection.tail) if m.position > first.position]
     placement = prompts.summary_role(
         selection.head[-1] if selection.head else None, following[0] if following else None

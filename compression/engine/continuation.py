@@ -53,6 +53,7 @@ def continue_in_new_session(session: Session) -> Session:
             external_id=external_id,
             # A mirroring client's count goes on with the conversation it counts.
             next_sequence=old.next_sequence,
+            recall_tool=old.recall_tool,
         )
         copies = [
             Message(continues=row, **{name: getattr(row, name) for name in CARRIED}) for row in rows

@@ -14,7 +14,9 @@ from sessions_app.services.notices import add_notice
 logger = logging.getLogger(__name__)
 
 
-def notice_text(passes: list, trigger: str, *, continued: bool = False) -> str | None:
+def notice_text(
+    passes: list, trigger: str, *, continued: bool = False, tool: str = "session_search"
+) -> str | None:
     """What the notice says about the run's ``passes`` (compress.PassResult), or None when
     none wrote a summary. ``continued`` (in_place: false): the positions are the earlier
     session's, which the new one's ``around`` cannot look up, so the notice names none."""
@@ -33,7 +35,7 @@ def notice_text(passes: list, trigger: str, *, continued: bool = False) -> str |
         if continued
         else f"messages #{first} to #{last} are now a summary"
     )
-    where = "" if continued else f" (session_search, around #{first})"
+    where = "" if continued else f" ({tool}, around #{first})"
     return (
         f"Context compressed ({why}): {span}; the live context went from {before:,} to "
         f"{after:,} tokens. Nothing was deleted: ask for a detail from back then and the "
@@ -48,7 +50,9 @@ def announce(
     on in; a failure here never fails the run (the compression is done)."""
     if not get_config().compression.progress_notices:
         return None
-    text = notice_text(passes, trigger, continued=continued_in is not None)
+    text = notice_text(
+        passes, trigger, continued=continued_in is not None, tool=session.recall_tool
+    )
     if text is None:
         return None
     try:

@@ -20,7 +20,7 @@ SUMMARY_SUFFIX = (
     "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
 )
 # Where the detail went: every original is kept and searchable (S5), and the model can ask.
-ORIGINALS_NOTE = "[Originals #{first}-#{last} are kept: session_search finds them.]"
+ORIGINALS_NOTE = "[Originals #{first}-#{last} are kept: {tool} finds them.]"
 FALLBACK_NOTE = (
     "[FALLBACK SUMMARY — the summarising model was unavailable; this was built locally from the "
     "archived messages and is less complete than a model summary.]"
@@ -190,10 +190,17 @@ def build_prompt(
     )
 
 
-def wrap_summary(text: str, *, fallback: bool, covers: tuple[int, int] | None = None) -> str:
+def wrap_summary(
+    text: str,
+    *,
+    fallback: bool,
+    covers: tuple[int, int] | None = None,
+    tool: str = "session_search",
+) -> str:
     inner = f"{FALLBACK_NOTE}\n\n{text}" if fallback else text
     if covers is not None:
-        inner = f"{inner.strip()}\n\n{ORIGINALS_NOTE.format(first=covers[0], last=covers[1])}"
+        note = ORIGINALS_NOTE.format(first=covers[0], last=covers[1], tool=tool)
+        inner = f"{inner.strip()}\n\n{note}"
     return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
 
 

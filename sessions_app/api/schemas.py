@@ -52,6 +52,12 @@ class SessionCreateIn(Schema):
         description="The model runs through a Codex app server in this thread: compaction "
         "follows compression.codex_app_server_auto (native, managed or off).",
     )
+    recall_tool: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")] = Field(
+        "session_search",
+        description="The name of the tool the client's model recalls originals with (a "
+        "gateway that runs its own model loop and offers this service's recall under another "
+        "name); every summary's note and progress notice name it.",
+    )
     model_config = STRICT_BODY
 
 
@@ -96,6 +102,9 @@ class SessionOut(Schema):
         description="How many messages were appended with a `sequence`: the sequence the next "
         "such batch must start at.",
     )
+    recall_tool: str = Field(
+        "session_search", description="The recall tool the session's summaries and notices name."
+    )
 
     @staticmethod
     def of(session: Session) -> dict[str, Any]:
@@ -130,6 +139,7 @@ class SessionOut(Schema):
             "archived_at": session.archived_at,
             "codex_thread_id": ((session.provider_state or {}).get("codex") or {}).get("thread_id"),
             "next_sequence": session.next_sequence,
+            "recall_tool": session.recall_tool,
         }
 
 

@@ -60,6 +60,7 @@ def open_session(
     title: str = "",
     external_id: str | None = None,
     codex_thread_id: str | None = None,
+    recall_tool: str = "session_search",
 ) -> OpenResult:
     """Open a session; with an ``external_id`` already in use on this channel, return that one.
 
@@ -89,6 +90,7 @@ def open_session(
             external_id=external_id,
             provider_state={"codex": {"thread_id": codex_thread_id}} if codex_thread_id else None,
             live_tokens=channel_memory_tokens(channel),
+            recall_tool=recall_tool,
         )
         if system_prompt:
             insert_messages(session, [{"role": "system", "content": system_prompt}])
