@@ -11,10 +11,17 @@ test wants. Where the peer is not installed every test that needs it skips, sayi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
+import signal
+import socket
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,3 +225,233 @@ class HermesHome:
         lines = done.stdout.split("session_id:")[0].strip().splitlines()
         reply = "\n".join(x for x in lines if not x.lstrip().startswith(STATUS)).strip()
         return ChatResult(reply, found[-1], done.stdout, done.stderr)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (the OS picks it; it is free again at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def processes_under(home: Path) -> list[int]:
+    """The live processes (zombies aside) whose ``HERMES_HOME`` is ``home``: everything a
+    driver started there, including the commands Hermes's terminal tool runs (each in a session
+    of its own, out of reach of a process-group signal; Hermes passes ``HERMES_HOME`` on)."""
+    marker = f"HERMES_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+            environ = (entry / "environ").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and marker in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+class _Child:
+    """A long-lived Hermes process started in ``home``; ``stop`` ends it and then anything
+    else still running under that home, so nothing outlives the test, even a failing one."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.process: subprocess.Popen[Any] | None = None
+
+    def start(self, command: list[str], **popen: Any) -> subprocess.Popen[Any]:
+        self.process = subprocess.Popen(command, start_new_session=True, **popen)
+        return self.process
+
+    def stop(self, timeout: float = 20) -> int | None:
+        """SIGTERM (Hermes shuts down its tools and sessions on it), then SIGTERM and at last
+        SIGKILL, by pid, to whatever is left under the home; the exit code of the process
+        (Hermes's gateway exits 1 on a signal, asking systemd to restart it)."""
+        process, self.process = self.process, None
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=timeout)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if process.poll() is None:
+                process.send_signal(sig)
+            for pid in processes_under(self.home):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + 5
+            while processes_under(self.home) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        return process.wait(timeout=timeout)
+
+
+@dataclass
+class GatewayTurn:
+    reply: str
+    session_id: str  # Hermes's session id after the turn (a new one once Hermes rotated)
+    seconds: float
+    body: dict[str, Any]
+
+
+class HermesGateway:
+    """One long-lived ``hermes gateway run`` serving its API-server platform on a free loopback
+    port, in ``home``: the fast way to drive many turns (a warm turn takes a fraction of a
+    second; ``hermes chat -q --resume`` starts Hermes afresh each turn, about 4 s here).
+
+    The platform is enabled by its environment (``gateway/config.py``): ``API_SERVER_ENABLED``,
+    ``API_SERVER_KEY`` (required, 16 characters at least, even on loopback), ``API_SERVER_HOST``,
+    ``API_SERVER_PORT``. Each ``POST /v1/chat/completions`` builds a fresh agent; a conversation
+    continues by sending ``X-Hermes-Session-Id`` (Hermes then loads the history from its
+    ``state.db`` and ignores earlier messages in the body), and the reply's header names the
+    session the turn ended in: a new id once Hermes's compaction rotated the session. So each
+    ``conversation`` here is a name for the latest Hermes id of one conversation.
+
+    Use it as a context manager; it stops the gateway and everything it started on exit."""
+
+    def __init__(
+        self,
+        home: HermesHome,
+        *,
+        extra_env: dict[str, str] | None = None,
+        startup_timeout: float = 90,
+        stop_timeout: float = 20,
+    ) -> None:
+        self.home = home
+        self.stop_timeout = stop_timeout
+        self.key = secrets.token_hex(24)
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.extra_env = extra_env or {}
+        self.startup_timeout = startup_timeout
+        self.log_path = home.path / "gateway.log"
+        self.sessions: dict[str, str] = {}
+        self.turns: list[GatewayTurn] = []
+        self._child = _Child(home.path)
+        self._log: Any = None
+
+    def __enter__(self) -> HermesGateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        env = self.home.env(
+            {
+                "API_SERVER_ENABLED": "true",
+                "API_SERVER_KEY": self.key,
+                "API_SERVER_HOST": "127.0.0.1",
+                "API_SERVER_PORT": str(self.port),
+                **self.extra_env,
+            }
+        )
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
+        process = self._child.start(
+            [str(HERMES), "gateway", "run", "-v", "--accept-hooks"],
+            cwd=self.home.path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        try:
+            while True:
+                if process.poll() is not None:
+                    raise AssertionError(
+                        f"hermes gateway exited {process.returncode} before answering\n"
+                        f"{self.log_tail()}"
+                    )
+                try:
+                    health = f"{self.base_url}/health"
+                    with urllib.request.urlopen(health, timeout=2) as answer:  # noqa: S310 - loopback
+                        if answer.status == 200:
+                            return
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"hermes gateway did not answer on {self.base_url} within "
+                        f"{self.startup_timeout:.0f} s\n{self.log_tail()}"
+                    )
+                time.sleep(0.2)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> int | None:
+        code = self._child.stop(self.stop_timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return code
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no gateway log)"
+        return "--- gateway log\n" + "\n".join(text.splitlines()[-lines:])
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 180,
+    ) -> tuple[int, dict[str, str], Any]:
+        """Any call on the API server, authenticated: (status, headers, JSON body)."""
+        data = None if body is None else json.dumps(body).encode()
+        ask = urllib.request.Request(  # noqa: S310 - loopback
+            f"{self.base_url}{path}",
+            data=data,
+            method=method,
+            headers={
+                "Authorization": f"Bearer {self.key}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
+        )
+        try:
+            with urllib.request.urlopen(ask, timeout=timeout) as answer:  # noqa: S310 - loopback
+                status, raw, got = answer.status, answer.read(), dict(answer.headers)
+        except urllib.error.HTTPError as error:
+            status, raw, got = error.code, error.read(), dict(error.headers)
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw.decode("utf-8", "replace")
+        return status, got, payload
+
+    def turn(
+        self, message: str, conversation: str = "default", *, timeout: float = 180
+    ) -> GatewayTurn:
+        """One user turn of ``conversation``; fails the test with the gateway's log if Hermes
+        does not answer 200 with a reply."""
+        # A new conversation gets an id of its own: without one Hermes derives it from the
+        # first user message, so two conversations that open alike would share a session.
+        session = self.sessions.setdefault(conversation, f"gw_{secrets.token_hex(8)}")
+        headers = {"X-Hermes-Session-Id": session}
+        started = time.monotonic()
+        status, got, body = self.request(
+            "POST",
+            "/v1/chat/completions",
+            {"model": "hermes-agent", "messages": [{"role": "user", "content": message}]},
+            headers,
+            timeout,
+        )
+        seconds = time.monotonic() - started
+        session_id = {k.lower(): v for k, v in got.items()}.get("x-hermes-session-id", "")
+        assert status == 200 and isinstance(body, dict) and session_id, (
+            f"gateway answered {status}: {body}\n{self.log_tail()}"
+        )
+        self.sessions[conversation] = session_id
+        reply = body["choices"][0]["message"]["content"] or ""
+        done = GatewayTurn(reply, session_id, seconds, body)
+        self.turns.append(done)
+        return done
