@@ -70,7 +70,9 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 
 @api.exception_handler(ServiceError)
 def _service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
-    return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
+    return api.create_response(
+        request, {"detail": exc.message, **exc.fields}, status=exc.status_code
+    )
 
 
 ROLE_TAGS = {"system", "user", "assistant", "tool"}  # the message union's branch names

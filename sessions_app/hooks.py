@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-AfterAppend = Callable[[Any, dict[str, Any] | None, Any], list[dict[str, str]]]
+AfterAppend = Callable[..., list[dict[str, str]]]
 Prepare = Callable[[Any], Any]
 AfterReset = Callable[[Any, int, int, str, str], None]
 _after_append: list[tuple[AfterAppend, Prepare | None]] = []
@@ -14,9 +14,10 @@ _after_reset: list[AfterReset] = []
 
 
 def register_after_append(hook: AfterAppend, prepare: Prepare | None = None) -> None:
-    """``hook(session, usage, prepared)`` runs inside the append's transaction and returns
-    decisions; ``prepare(session)`` runs before the transaction and its answer is ``prepared``:
-    what the hook needs that the append does not change is read there, not under the lock."""
+    """``hook(session, usage, prepared, defer=…)`` runs inside the append's transaction and
+    returns decisions; ``prepare(session)`` runs before the transaction and its answer is
+    ``prepared``: what the hook needs that the append does not change is read there, not under
+    the lock."""
     if all(hook is not h for h, _ in _after_append):
         _after_append.append((hook, prepare))
 
@@ -26,11 +27,16 @@ def prepare(session: Any) -> list[Any]:
 
 
 def after_append(
-    session: Any, usage: dict[str, Any] | None, prepared: list[Any] | None = None
+    session: Any,
+    usage: dict[str, Any] | None,
+    prepared: list[Any] | None = None,
+    *,
+    defer: bool = False,
 ) -> list[dict[str, str]]:
+    """``defer``: the client runs what the hooks decide (they answer it, instead of acting)."""
     decisions: list[dict[str, str]] = []
     for i, (hook, _) in enumerate(_after_append):
-        decisions.extend(hook(session, usage, prepared[i] if prepared else None))
+        decisions.extend(hook(session, usage, prepared[i] if prepared else None, defer=defer))
     return decisions
 
 

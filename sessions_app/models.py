@@ -110,6 +110,9 @@ class Session(models.Model):
     total_messages = models.PositiveIntegerField(default=0)
     compressions = models.PositiveIntegerField(default=0)
     next_position = models.PositiveIntegerField(default=0)
+    # A mirroring client's own count of the messages it has sent with a ``sequence`` (the
+    # append's exactly-once check): the next batch's first message is expected at this index.
+    next_sequence = models.PositiveBigIntegerField(default=0, db_default=0)
 
     # What the model last reported; preferred over local estimates (SPEC 10).
     last_prompt_tokens = models.PositiveBigIntegerField(null=True, blank=True)

@@ -51,6 +51,8 @@ def continue_in_new_session(session: Session) -> Session:
             context_window_source=old.context_window_source,
             title=(old.title or str(old.pk))[:280] + " (continued)",
             external_id=external_id,
+            # A mirroring client's count goes on with the conversation it counts.
+            next_sequence=old.next_sequence,
         )
         copies = [
             Message(continues=row, **{name: getattr(row, name) for name in CARRIED}) for row in rows

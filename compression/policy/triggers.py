@@ -318,6 +318,10 @@ def prepare_append(session: Session) -> Threshold:
 
 
 def after_append_hook(
-    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None
+    session: Session,
+    usage: dict[str, Any] | None,
+    threshold: Threshold | None,
+    *,
+    defer: bool = False,
 ) -> list[dict[str, str]]:
     return [d.as_dict() for d in after_append(session, usage, threshold)]

@@ -21,6 +21,7 @@ from sessions_app.api.schemas import (
     ResetOut,
     RollbackIn,
     RollbackOut,
+    SequenceErrorOut,
     SessionCreateIn,
     SessionOut,
     only_declared,
@@ -72,19 +73,28 @@ def get_session(request: HttpRequest, session_id: str):
     return SessionOut.of(_session(request, session_id))
 
 
-@router.post("/sessions/{session_id}/messages", response={201: AppendOut, **ERRORS}, auth=WRITE)
+@router.post(
+    "/sessions/{session_id}/messages",
+    response={200: AppendOut, 201: AppendOut, **ERRORS, 409: SequenceErrorOut},
+    auth=WRITE,
+)
 def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
-    """Append messages in order, all or nothing, optionally with the usage the model reported."""
+    """Append messages in order, all or nothing, optionally with the usage the model reported.
+    201 when something was stored; 200 when a `sequence` says all of it was stored before."""
     session = _session(request, session_id)
     messages = [m.model_dump(exclude_unset=True) for m in payload.messages]
     usage = payload.usage.model_dump(exclude_none=True) if payload.usage else None
-    result = services.append_messages(session, messages, usage=usage)
+    result = services.append_messages(
+        session, messages, usage=usage, sequence=payload.sequence, defer=payload.defer
+    )
     return Status(
-        201,
+        201 if result.messages else 200,
         {
             "session": SessionOut.of(result.session),
             "messages": [MessageOut.of(m) for m in result.messages],
             "decisions": result.decisions,
+            "next_sequence": result.session.next_sequence,
+            "duplicates": result.duplicates,
         },
     )
 

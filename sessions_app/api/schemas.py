@@ -91,6 +91,11 @@ class SessionOut(Schema):
     last_reset_at: datetime | None
     archived_at: datetime | None = None
     codex_thread_id: str | None = None
+    next_sequence: int = Field(
+        0,
+        description="How many messages were appended with a `sequence`: the sequence the next "
+        "such batch must start at.",
+    )
 
     @staticmethod
     def of(session: Session) -> dict[str, Any]:
@@ -124,6 +129,7 @@ class SessionOut(Schema):
             "last_reset_at": session.last_reset_at,
             "archived_at": session.archived_at,
             "codex_thread_id": ((session.provider_state or {}).get("codex") or {}).get("thread_id"),
+            "next_sequence": session.next_sequence,
         }
 
 
@@ -272,6 +278,19 @@ class AppendIn(BaseModel):
         "message before it (in this batch or the live context): otherwise 409."
     )
     usage: UsageIn | None = Field(None, description="Usage the model reported for the last call.")
+    sequence: json_int(ge=0, le=MAX_TOKENS) | None = Field(
+        None,
+        description="Exactly-once, in order: the index of this batch's first message in the "
+        "client's own count of the messages it sent to this session (0 for the first). Messages "
+        "already stored are skipped (`duplicates`); a sequence past `next_sequence` is 409 "
+        "with `expected_sequence`, nothing stored.",
+    )
+    defer: bool = Field(
+        False,
+        description="The client runs the compression the threshold check decides: it is "
+        'answered as action "due" (POST /compress with "automatic": true runs it) instead '
+        "of being queued. The hard message limit is queued all the same.",
+    )
     model_config = STRICT_BODY
 
 
@@ -331,9 +350,13 @@ class Decision(Schema):
 
 class AppendOut(Schema):
     session: SessionOut
-    messages: list[MessageOut]
+    messages: list[MessageOut] = Field(description="The rows this request stored, in order.")
     decisions: list[Decision] = Field(
         description="What each automatic trigger decided after this write (fire, skip and why)."
+    )
+    next_sequence: int = Field(description="The sequence the client's next batch starts at.")
+    duplicates: int = Field(
+        0, description="Messages of this batch stored by an earlier request (not stored again)."
     )
 
 
@@ -374,6 +397,13 @@ class ResetOut(Schema):
 
 class ErrorOut(Schema):
     detail: str
+
+
+class SequenceErrorOut(ErrorOut):
+    expected_sequence: int | None = Field(
+        None, description="With a sequence gap: the sequence to send again from."
+    )
+    next_sequence: int | None = None
 
 
 # Every status a route can answer besides its successes: 400 a body that is not JSON, 401 no or

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from sessions_app import hooks, tokens
 from sessions_app.models import Message, Session
-from sessions_app.services.errors import InvalidInput, StateConflict
+from sessions_app.services.errors import InvalidInput, SequenceGap, StateConflict
 from sessions_app.services.validation import (
     KNOWN_FIELDS,
     check_tool_pairing,
@@ -74,13 +74,15 @@ _CLAIM = """
 UPDATE sessions_app_session
    SET next_position = next_position + %s, live_messages = live_messages + %s,
        live_tokens = live_tokens + %s, total_messages = total_messages + %s,
+       next_sequence = next_sequence + %s,
        last_activity_at = %s, updated_at = %s, archived_at = NULL{usage}
  WHERE id = %s
-RETURNING next_position, live_messages, live_tokens, total_messages, auto_queued_at,
-          compressing_until
+RETURNING next_position, next_sequence, live_messages, live_tokens, total_messages,
+          auto_queued_at, compressing_until
 """
 _CLAIMED = (
     "next_position",
+    "next_sequence",
     "live_messages",
     "live_tokens",
     "total_messages",
@@ -93,16 +95,21 @@ _USAGE = ", last_prompt_tokens = %s, last_completion_tokens = %s, last_usage_at 
 
 
 def _claim(
-    session: Session, rows: list[Message], usage: tuple[int | None, int | None] | None = None
+    session: Session,
+    rows: list[Message],
+    usage: tuple[int | None, int | None] | None = None,
+    sequenced: bool = False,
 ) -> int:
     """Reserve positions for ``rows`` at the end of ``session`` and count them (and record the
-    usage the model reported, if any); the first position. Takes the session's row lock on
-    PostgreSQL (on SQLite, BEGIN IMMEDIATE already holds the database's write lock), so
-    concurrent writers get consecutive, distinct ranges."""
+    usage the model reported, if any; ``sequenced``: the client counts them in its sequence);
+    the first position. Takes the session's row lock on PostgreSQL (on SQLite, BEGIN IMMEDIATE
+    already holds the database's write lock), so concurrent writers get consecutive, distinct
+    ranges."""
     now = timezone.now()
     fields = {f.name: f for f in Session._meta.concrete_fields}
     stamp = fields["updated_at"].get_db_prep_value(now, connection)
     counts = [len(rows), len(rows), sum(row.token_count for row in rows), len(rows)]
+    counts.append(len(rows) if sequenced else 0)
     reported = [*usage, stamp] if usage else []
     with connection.cursor() as cursor:
         cursor.execute(
@@ -141,9 +148,10 @@ def insert_messages(
     messages: list[dict[str, Any]],
     rows: list[Message] | None = None,
     usage: tuple[int | None, int | None] | None = None,
+    sequenced: bool = False,
 ) -> list[Message]:
     """Write validated messages at the end of ``session`` and bump its counters (``session``'s
-    counters are updated to the stored ones).
+    counters are updated to the stored ones; ``sequenced``: ``next_sequence`` too).
 
     Must run inside a transaction. Tool results are checked against the calls they answer after
     the positions are claimed, under the lock, so two writers cannot both answer the same call
@@ -151,7 +159,7 @@ def insert_messages(
     """
     if rows is None:
         rows = build_rows(session.model, messages)
-    start = _claim(session, rows, usage)
+    start = _claim(session, rows, usage, sequenced)
     first_tool = next((m for m in messages if m.get("role") == Message.Role.TOOL), None)
     first_call = next((m for m in messages if m.get("tool_calls")), None)
     needs_context = first_tool is not None and (
@@ -179,6 +187,7 @@ def _copy_counters(source: Session, target: Session) -> None:
         return
     for name in (
         "next_position",
+        "next_sequence",
         "live_messages",
         "live_tokens",
         "total_messages",
@@ -197,6 +206,7 @@ class AppendResult:
     messages: list[Message]
     session: Session
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    duplicates: int = 0  # messages of a sequenced batch that were stored before (not again)
 
 
 def _usage_numbers(usage: dict[str, Any] | None) -> tuple[int | None, int | None]:
@@ -218,12 +228,22 @@ def append_messages(
     *,
     usage: dict[str, Any] | None = None,
     run_hooks: bool = True,
+    sequence: int | None = None,
+    defer: bool = False,
 ) -> AppendResult:
     """Validate every message first, then write all or nothing; then let the registered hooks
     (the automatic compression triggers) decide, in the same transaction. What the hooks read
-    that the append does not change, they read before it (``hooks.prepare``), outside the lock."""
+    that the append does not change, they read before it (``hooks.prepare``), outside the lock.
+
+    ``sequence``: the client's index of the first message in its own count (exactly-once,
+    in order): messages it sent before are skipped (``duplicates``), a gap raises SequenceGap.
+    ``defer``: the hooks answer a compression as due instead of queueing it."""
     if not messages:
         raise InvalidInput("messages must contain at least one message.")
+    if sequence is not None and (
+        not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0
+    ):
+        raise InvalidInput("sequence must be a non-negative integer.")
     messages = [normalize_message(m) for m in messages]
     for index, message in enumerate(messages):
         validate_message(message, index)
@@ -236,9 +256,33 @@ def append_messages(
     rows = build_rows(session.model, messages)
     prepared = hooks.prepare(session) if run_hooks else []
     with transaction.atomic():
-        rows = insert_messages(session, messages, rows, reported)
-        decisions = hooks.after_append(session, usage, prepared) if run_hooks else []
-    return AppendResult(messages=rows, session=session, decisions=decisions)
+        duplicates = 0
+        if sequence is not None:
+            duplicates = _already_stored(session, sequence, len(messages))
+            messages, rows = messages[duplicates:], rows[duplicates:]
+            if not messages:  # a retry of a batch stored whole: its usage is stale too
+                session.refresh_from_db()
+                return AppendResult(messages=[], session=session, duplicates=duplicates)
+        rows = insert_messages(session, messages, rows, reported, sequence is not None)
+        decisions = hooks.after_append(session, usage, prepared, defer=defer) if run_hooks else []
+    return AppendResult(messages=rows, session=session, decisions=decisions, duplicates=duplicates)
+
+
+def _already_stored(session: Session, sequence: int, count: int) -> int:
+    """How many of a batch starting at ``sequence`` the session holds already (a retry whose
+    answer was lost). Takes the session's row lock first -- the one the append's claim takes
+    anyway -- so two retries of one batch racing each other store it once."""
+    expected = (
+        Session.objects.select_for_update()
+        .filter(pk=session.pk)
+        .values_list("next_sequence", flat=True)
+        .first()
+    )
+    if expected is None:
+        raise Session.DoesNotExist(f"session {session.pk} is gone")
+    if sequence > expected:
+        raise SequenceGap(sequence, expected)
+    return min(count, expected - sequence)
 
 
 def rollback_messages(session: Session, count: int, *, reason: str = "undo") -> list[Message]:
