@@ -181,6 +181,11 @@ def deliver(settings: Settings, conversation: Conversation, now: Clock = time.ti
                 state.service_id = None
                 state.acked = 0
                 _open_session(settings, conversation)
+            elif _too_old(answer):
+                raise Away(
+                    "the service does not know the fields this plugin sends (sequence, defer): "
+                    f"upgrade it ({answer.detail()})"
+                )
             else:
                 _reject(conversation, batch, batches, answer)
             batches = conversation.pending()
@@ -219,6 +224,15 @@ def _open_session(settings: Settings, conversation: Conversation) -> None:
         "hermes-memory: conversation %s is service session %s",
         state.external_id,
         state.service_id,
+    )
+
+
+def _too_old(answer: Answer) -> bool:
+    """A 422 that names the contract's own fields: a service from before them."""
+    errors = answer.body.get("errors") if isinstance(answer.body, dict) else None
+    fields = {"sequence", "defer"}
+    return answer.status == 422 and any(
+        isinstance(e, dict) and fields & set(str(e.get("loc")).split(".")) for e in errors or []
     )
 
 

@@ -1,0 +1,169 @@
+"""The Hermes plugin in the real Hermes Agent 0.19.0, against the service as deployed.
+
+The plugin is pip-installed into Hermes's own virtualenv once per test session (as its README
+says); the service runs as ``manage.py serve`` on a database of its own; one loopback model
+plays both Hermes's chat model and the service's summariser (``PluginAgent``). Hermes is driven
+through its gateway's API server (one long-lived process, about a second a turn)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from compression.testing.fake_model import FakeModelServer
+from tests.hermes_peer import HermesGateway, HermesHome, needs_hermes, text_of
+from tests.plugin_support import LiveService, PluginAgent, install_plugin
+from tests.processes import isolated_env
+
+pytestmark = needs_hermes
+MARKER = re.compile(r"\[Originals #\d+-#\d+ are kept")
+# The service decides: it compresses once the reported prompt passes 50,000 tokens; the loopback
+# model reports 1,000 tokens a message, so the 50th message of the live context trips it.
+SERVICE_CONFIG = (
+    "compression:\n  threshold_tokens: 50000\n  protect_first_n: 3\n  protect_last_n: 10\n"
+)
+TOKENS_PER_MESSAGE = 1_000
+
+
+@pytest.fixture
+def plugin_installed():
+    reason = install_plugin()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def live(tmp_path, plugin_installed):
+    agent = PluginAgent(prompt_tokens=lambda body: TOKENS_PER_MESSAGE * len(body["messages"]))
+    with FakeModelServer() as model:
+        model.script.default = agent.behaviour()
+        sections = (
+            f"auxiliary:\n  compression:\n    model: loopback-summary\n"
+            f"    base_url: {model.base_url}\n{SERVICE_CONFIG}"
+        )
+        with isolated_env(tmp_path, sections=sections) as env:
+            service = LiveService(env)
+            service.start()
+            try:
+                yield service, model, agent
+            finally:
+                service.stop()
+
+
+def home_for(tmp_path, service: LiveService, model: FakeModelServer, **memory) -> HermesHome:
+    return HermesHome(
+        tmp_path / "home",
+        model.base_url,
+        config={
+            "plugins": {"enabled": ["hermes-memory"]},
+            "context": {"engine": "hermes-memory"},
+            "compression": {"in_place": False},
+            "hermes_memory": {
+                "url": service.url,
+                "key": "${HERMES_MEMORY_KEY}",
+                "timeout_seconds": 2,
+                "retry_seconds": 1,
+                **memory,
+            },
+        },
+    )
+
+
+def script(n: int) -> str:
+    """The user's n-th message: a fact, and every third turn a shell command."""
+    if n % 3 == 1:
+        return f"fact {n}: the colour is C{n}; run `echo step-{n}`"
+    return f"fact {n}: the colour is C{n}."
+
+
+def service_session(service: LiveService, external_id: str) -> dict:
+    status, page = service.get(f"/sessions?external_id={external_id}")
+    assert status == 200 and len(page["items"]) == 1, page
+    status, session = service.get(f"/sessions/{page['items'][0]['id']}")
+    return session
+
+
+def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_recalled(
+    tmp_path, live
+):
+    service, model, agent = live
+    home = home_for(tmp_path, service, model)
+    sent: list[str] = []
+    timings: list[tuple[int, float, bool]] = []
+    recalled_at = None
+    down = range(24, 34)  # the service is stopped for these ten turns
+    with HermesGateway(home, extra_env={"HERMES_MEMORY_KEY": service.key}) as gateway:
+        first = None
+        for n in range(40):
+            if n == down.start:
+                service.stop()
+            if n == down.stop:
+                service.start()
+            message = script(n)
+            if n == 0:
+                message = "Remember the vault code 4417, then run `echo vault-4417`"
+            elif (
+                recalled_at is None
+                and n not in down
+                and service_session(service, first)["counters"]["compressions"] >= 1
+            ):
+                message, recalled_at = "recall `vault code`", n
+            started = time.monotonic()
+            turn = gateway.turn(message)
+            timings.append((n, time.monotonic() - started, n in down))
+            first = first or turn.session_id
+            sent.append(message)
+        # The last turns ran while the spool went out; one more mirror point makes sure.
+        gateway.turn("that is all for now")
+        sent.append("that is all for now")
+
+    session = service_session(service, first)
+    rows = service.rows(session["id"])
+    originals = [r for r in rows if not r.get("is_summary") and r["kind"] != "notice"]
+
+    # Every message once, in order: the user's as typed, each tool call and its result, each
+    # reply; and the service's own count of sequenced messages says the same.
+    assert [r["content"] for r in originals if r["role"] == "user"] == sent
+    calls = [r["tool_call_id"] for r in originals if r["role"] == "tool"]
+    assert len(calls) == len(set(calls)) == sum(("run `" in m or "recall `" in m) for m in sent)
+    assert len([r for r in originals if r["role"] == "assistant"]) == len(sent) + len(calls)
+    assert session["next_sequence"] == len(originals)
+    # The service decided every compression (Hermes's own summariser was never asked).
+    assert session["counters"]["compressions"] >= 2
+    assert agent.summary_requests == [] and len(agent.service_summaries) >= 2
+
+    # After each compression the model saw Hermes's system prompt, the head, the service's
+    # summary with its markers, then the tail.
+    compressed = [
+        r for r in agent.requests if any(MARKER.search(text_of(m)) for m in r["messages"])
+    ]
+    assert compressed
+    firsts = {}
+    for request in compressed:
+        messages = request["messages"]
+        summary = next(i for i, m in enumerate(messages) if MARKER.search(text_of(m)))
+        firsts.setdefault(text_of(messages[summary])[:200], request)
+        assert messages[0]["role"] == "system" and "Hermes Agent" in text_of(messages[0])
+        assert text_of(messages[1]).startswith("Remember the vault code 4417")
+        assert 1 < summary <= 4  # the head: the protected first messages
+        assert len(messages) - summary - 1 >= 1  # the tail follows
+    assert len(firsts) >= 2  # a new summary after each compression
+
+    # The model's recall of an archived turn found the original.
+    assert recalled_at is not None
+    asked = next(
+        r for r in agent.requests
+        if r["messages"][-1].get("role") == "tool"
+        and text_of(r["messages"][-2]) == ""
+        and "recall_" in json.dumps(r["messages"][-2].get("tool_calls"))
+    )
+    found = text_of(asked["messages"][-1])
+    assert "Remember the vault code 4417" in found and "archived" in found
+
+    # While the service was down no turn waited for it.
+    assert max(seconds for _, seconds, away in timings if away) < 10, timings
+    log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
+    assert log.count("messages wait in the spool") == 1
