@@ -11,14 +11,19 @@ test wants. Where the peer is not installed every test that needs it skips, sayi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
+import itertools
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +43,7 @@ HERMES = PEER / ".venv" / "bin" / "hermes"
 HERMES_PYTHON = PEER / ".venv" / "bin" / "python"
 VERSION = "0.19.0"
 MODEL = "loopback-agent"
+RECORDER = "engine-recorder"
 # What Hermes's summariser prompt always holds (agent/context_compressor.py, _generate_summary).
 SUMMARY_ASKS = ("TURNS TO SUMMARIZE:", "NEW TURNS TO INCORPORATE:")
 STATUS = ("⚠", "⟳")
@@ -54,6 +60,13 @@ def missing() -> str | None:
     stamp = PEER / ".venv" / ".hermes-installed"
     if not stamp.exists():
         return "the Hermes Agent install in tests/peers/hermes/.venv is incomplete (run bin/peers)"
+    # bin/peers stamps the install with the hash of the pins it installed.
+    pins = hashlib.sha256((PEER / "requirements.txt").read_bytes()).hexdigest()
+    if stamp.read_text().strip() != pins:
+        return (
+            "the Hermes Agent install in tests/peers/hermes/.venv predates "
+            "tests/peers/hermes/requirements.txt (run bin/peers)"
+        )
     return None
 
 
@@ -163,17 +176,45 @@ class HermesHome:
             "terminal": {"backend": "local", "cwd": str(self.path)},
             "approvals": {"mode": "off"},
         }
-        for key, value in (config or {}).items():
-            if isinstance(value, dict) and isinstance(settings.get(key), dict):
-                settings[key] = {**settings[key], **value}
-            else:
-                settings[key] = value
         self.config = settings
-        (self.path / "config.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        self.configure(config or {})
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Merges ``config`` (one level deep) into ``config.yaml``; Hermes reads it afresh in
+        each process it starts."""
+        for key, value in config.items():
+            if isinstance(value, dict) and isinstance(self.config.get(key), dict):
+                self.config[key] = {**self.config[key], **value}
+            else:
+                self.config[key] = value
+        (self.path / "config.yaml").write_text(yaml.safe_dump(self.config), encoding="utf-8")
 
     @property
     def state_db(self) -> Path:
         return self.path / "state.db"
+
+    def record_engine_calls(self) -> None:
+        """Installs the test peer's ``engine-recorder`` plugin (``tests/peers/hermes/
+        engine_recorder``: Hermes's built-in compressor as a plugin context engine that writes
+        down every call Hermes makes on it) as a user plugin of this home, and selects it, as a
+        user would (``hermes plugins enable``, ``context.engine``). ``engine_calls()`` reads
+        what it wrote."""
+        target = self.path / "plugins" / RECORDER
+        shutil.copytree(PEER / "engine_recorder", target, dirs_exist_ok=True)
+        enabled = list((self.config.get("plugins") or {}).get("enabled") or [])
+        self.configure(
+            {
+                "plugins": {"enabled": [*enabled, RECORDER]},
+                "context": {"engine": RECORDER},
+            }
+        )
+
+    def engine_calls(self) -> list[dict[str, Any]]:
+        """The ``engine-recorder``'s calls so far, in order (one dict a call)."""
+        log = self.path / "engine-calls.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
@@ -253,6 +294,18 @@ def processes_under(home: Path) -> list[int]:
     return found
 
 
+def end_processes_under(home: Path, grace: float = 5) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds, by pid, to whatever still runs under
+    ``home`` (see :func:`processes_under`)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes_under(home):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while processes_under(home) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
 class _Child:
     """A long-lived Hermes process started in ``home``; ``stop`` ends it and then anything
     else still running under that home, so nothing outlives the test, even a failing one."""
@@ -266,9 +319,9 @@ class _Child:
         return self.process
 
     def stop(self, timeout: float = 20) -> int | None:
-        """SIGTERM (Hermes shuts down its tools and sessions on it), then SIGTERM and at last
-        SIGKILL, by pid, to whatever is left under the home; the exit code of the process
-        (Hermes's gateway exits 1 on a signal, asking systemd to restart it)."""
+        """SIGTERM (Hermes shuts down its tools and sessions on it) and ``timeout`` seconds to
+        exit, then SIGKILL, and the same to whatever is left under the home; the exit code of the
+        process (Hermes's gateway exits 1 on a signal, asking systemd to restart it)."""
         process, self.process = self.process, None
         if process is None:
             return None
@@ -276,15 +329,9 @@ class _Child:
             process.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=timeout)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if process.poll() is None:
-                process.send_signal(sig)
-            for pid in processes_under(self.home):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-            deadline = time.monotonic() + 5
-            while processes_under(self.home) and time.monotonic() < deadline:
-                time.sleep(0.1)
+        if process.poll() is None:
+            process.kill()
+        end_processes_under(self.home)
         return process.wait(timeout=timeout)
 
 
@@ -328,6 +375,7 @@ class HermesGateway:
         self.startup_timeout = startup_timeout
         self.log_path = home.path / "gateway.log"
         self.sessions: dict[str, str] = {}
+        self.session_keys: dict[str, str] = {}
         self.turns: list[GatewayTurn] = []
         self._child = _Child(home.path)
         self._log: Any = None
@@ -429,14 +477,25 @@ class HermesGateway:
         return status, got, payload
 
     def turn(
-        self, message: str, conversation: str = "default", *, timeout: float = 180
+        self,
+        message: str,
+        conversation: str = "default",
+        *,
+        session_key: str | None = None,
+        timeout: float = 180,
     ) -> GatewayTurn:
         """One user turn of ``conversation``; fails the test with the gateway's log if Hermes
-        does not answer 200 with a reply."""
+        does not answer 200 with a reply. ``session_key`` (kept for the conversation's later
+        turns) is sent as ``X-Hermes-Session-Key``: the stable per-channel key Hermes hands its
+        context engine as ``on_session_start(conversation_id=…)``, across rotations."""
         # A new conversation gets an id of its own: without one Hermes derives it from the
         # first user message, so two conversations that open alike would share a session.
         session = self.sessions.setdefault(conversation, f"gw_{secrets.token_hex(8)}")
         headers = {"X-Hermes-Session-Id": session}
+        if session_key:
+            self.session_keys[conversation] = session_key
+        if conversation in self.session_keys:
+            headers["X-Hermes-Session-Key"] = self.session_keys[conversation]
         started = time.monotonic()
         status, got, body = self.request(
             "POST",
@@ -455,3 +514,365 @@ class HermesGateway:
         done = GatewayTurn(reply, session_id, seconds, body)
         self.turns.append(done)
         return done
+
+
+@dataclass
+class ACPReply:
+    text: str  # the agent_message_chunk texts of this prompt, joined
+    stop_reason: str
+    updates: list[Any]  # every session/update Hermes sent while the prompt ran
+    seconds: float
+
+
+class _Editor:
+    """The ACP client side, as an editor plays it: it keeps every session/update and allows
+    whatever Hermes asks permission for, once (a test's commands are its own)."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.permissions: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+        self.permissions.append(tool_call)
+        allow = next((o for o in options if o.kind == "allow_once"), None)
+        if allow is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=allow.option_id)
+        )
+
+
+class HermesACP:
+    """``hermes acp`` (Hermes's ACP adapter, the ``[acp]`` extra) over stdio, driven by the
+    protocol's Python SDK as an editor drives it: ``initialize``, ``session/new`` (or
+    ``session/load`` of a session in ``state.db``, which replays its history first), then
+    ``prompt(text)``. Slash commands are prompts too; Hermes answers its own (``/compact``,
+    ``/context``, ``/help``, …) without the model and passes any other ``/word`` to it.
+
+    The connection lives on an event loop of its own thread (the suite may run one in the main
+    thread already); each call here blocks until Hermes answers. Use it as a context manager:
+    on exit stdin is closed (Hermes exits on EOF), and whatever is left under the home ends."""
+
+    def __init__(
+        self,
+        home: HermesHome,
+        *,
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 180,
+    ) -> None:
+        self.home = home
+        self.extra_env = extra_env or {}
+        self.timeout = timeout
+        self.log_path = home.path / "acp.log"
+        self.editor = _Editor()
+        self.session_id: str | None = None
+        self.info: Any = None  # Hermes's initialize answer (its capabilities)
+        self._loop: Any = None
+        self._thread: threading.Thread | None = None
+        self._stack: Any = None
+        self._conn: Any = None
+        self._log: Any = None
+
+    def __enter__(self) -> HermesACP:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self, coroutine: Any, timeout: float | None = None) -> Any:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result(timeout or self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise AssertionError(
+                f"hermes acp did not answer within {timeout or self.timeout:.0f} s\n"
+                f"{self.log_tail()}"
+            ) from None
+
+    def start(self) -> None:
+        import acp
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
+
+        async def open_connection() -> Any:
+            self._stack = contextlib.AsyncExitStack()
+            conn, _process = await self._stack.enter_async_context(
+                acp.spawn_agent_process(
+                    self.editor,
+                    str(HERMES),
+                    "acp",
+                    env=self.home.env(self.extra_env),
+                    cwd=str(self.home.path),
+                    transport_kwargs={"stderr": self._log, "limit": 16 * 1024 * 1024},
+                )
+            )
+            self._conn = conn
+            return await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+
+        try:
+            self.info = self._run(open_connection(), 90)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            if self._stack is not None:
+                with contextlib.suppress(Exception):
+                    self._run(self._stack.aclose(), 30)
+                self._stack = None
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(10)
+            self._loop.close()
+            self._loop = None
+        end_processes_under(self.home.path)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no acp log)"
+        return "--- hermes acp stderr\n" + "\n".join(text.splitlines()[-lines:])
+
+    def new_session(self, cwd: Path | None = None) -> str:
+        answer = self._run(self._conn.new_session(cwd=str(cwd or self.home.path), mcp_servers=[]))
+        self.session_id = answer.session_id
+        return answer.session_id
+
+    def load_session(self, session_id: str, cwd: Path | None = None) -> list[Any]:
+        """``session/load``: the session from Hermes's state.db (it need not be in this
+        process); the updates Hermes replayed, its history, before it answered."""
+        seen = len(self.editor.updates)
+        answer = self._run(
+            self._conn.load_session(
+                cwd=str(cwd or self.home.path), session_id=session_id, mcp_servers=[]
+            )
+        )
+        assert answer is not None, f"hermes acp has no session {session_id}\n{self.log_tail()}"
+        self.session_id = session_id
+        return [u for sid, u in self.editor.updates[seen:] if sid == session_id]
+
+    def prompt(self, text: str, session_id: str | None = None) -> ACPReply:
+        import acp
+        from acp.schema import AgentMessageChunk
+
+        session = session_id or self.session_id
+        assert session, "open a session first (new_session or load_session)"
+        seen = len(self.editor.updates)
+        started = time.monotonic()
+
+        async def ask() -> Any:
+            answer = await self._conn.prompt(session_id=session, prompt=[acp.text_block(text)])
+            await asyncio.sleep(0.05)  # notifications sent just before the answer land
+            return answer
+
+        answer = self._run(ask())
+        updates = [u for sid, u in self.editor.updates[seen:] if sid == session]
+        reply = "".join(
+            u.content.text
+            for u in updates
+            if isinstance(u, AgentMessageChunk) and getattr(u.content, "text", None)
+        )
+        return ACPReply(reply.strip(), answer.stop_reason, updates, time.monotonic() - started)
+
+    def compact(self, session_id: str | None = None) -> ACPReply:
+        """Hermes's manual compression over ACP. Its ACP command is ``/compact`` and it takes
+        no focus (``/compress <focus>`` is not an ACP command: the model gets it as text)."""
+        return self.prompt("/compact", session_id)
+
+
+@dataclass
+class TUIReply:
+    text: str  # the message.complete text
+    session_id: str  # Hermes's stored (state.db) session id after the turn
+    events: list[dict[str, Any]]  # every event of the session while the turn ran
+    seconds: float
+
+
+class HermesTUI:
+    """The TUI gateway, ``python -m tui_gateway.entry``: the backend Hermes's terminal UI spawns
+    (``hermes_cli/tui_dist/entry.js``), newline-delimited JSON-RPC 2.0 over its stdin and
+    stdout, with no terminal of its own. It announces itself with a ``gateway.ready`` event;
+    ``session.create`` opens a session (a short live id; its ``stored_session_id`` is the
+    state.db id), ``prompt.submit`` answers ``{"status": "streaming"}`` at once and the turn
+    streams as events (``message.delta``, ``tool.start``, ``message.complete``, and a
+    ``session.info`` with ``running: false`` once the session is idle again), and
+    ``session.compress`` (``focus_topic``) compresses between turns.
+
+    Use it as a context manager: on exit stdin is closed (the gateway exits on EOF) and
+    whatever is left under the home ends."""
+
+    def __init__(
+        self,
+        home: HermesHome,
+        *,
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 180,
+    ) -> None:
+        self.home = home
+        self.extra_env = extra_env or {}
+        self.timeout = timeout
+        self.log_path = home.path / "tui-gateway.log"
+        self.session_id: str | None = None  # the live id the gateway's methods take
+        self.stored_session_id: str | None = None
+        self.events: list[dict[str, Any]] = []
+        self._responses: dict[int, dict[str, Any]] = {}
+        self._changed = threading.Condition()
+        self._ids = itertools.count(1)
+        self._child = _Child(home.path)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def __enter__(self) -> HermesTUI:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in stop)
+        self._process = self._child.start(
+            [str(HERMES_PYTHON), "-m", "tui_gateway.entry"],
+            cwd=self.home.path,
+            env=self.home.env(self.extra_env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+        )
+        threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True).start()
+        try:
+            self._wait(lambda: any(e.get("type") == "gateway.ready" for e in self.events), 90)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _read(self, stdout: Any) -> None:
+        for line in stdout:
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                if frame.get("method") == "event":
+                    self.events.append(frame.get("params") or {})
+                elif isinstance(frame.get("id"), int):
+                    self._responses[frame["id"]] = frame
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _wait(self, ready: Callable[[], bool], timeout: float | None = None) -> None:
+        seconds = timeout or self.timeout
+        with self._changed:
+            done = self._changed.wait_for(
+                lambda: ready() or self._process is None or self._process.poll() is not None,
+                seconds,
+            )
+            if not done or not ready():
+                raise AssertionError(
+                    f"the TUI gateway did not answer within {seconds:.0f} s "
+                    f"(exit code {self._process and self._process.poll()})\n{self.log_tail()}"
+                )
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()
+        self._child.stop(10)
+        self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no TUI gateway log)"
+        return "--- tui gateway stderr\n" + "\n".join(text.splitlines()[-lines:])
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """One JSON-RPC call; its result, or the test fails with the gateway's error."""
+        assert self._process is not None and self._process.stdin is not None
+        rid = next(self._ids)
+        frame = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self._process.stdin.write((json.dumps(frame) + "\n").encode())
+        self._process.stdin.flush()
+        self._wait(lambda: rid in self._responses)
+        with self._changed:
+            answer = self._responses.pop(rid)
+        assert "error" not in answer, f"{method}: {answer['error']}\n{self.log_tail()}"
+        return answer["result"]
+
+    def create_session(self, **params: Any) -> str:
+        result = self.call("session.create", cols=100, cwd=str(self.home.path), **params)
+        self.session_id = result["session_id"]
+        self.stored_session_id = result.get("stored_session_id")
+        return self.session_id
+
+    def _idle_after(self, start: int, session: str) -> bool:
+        return any(
+            e.get("type") == "session.info"
+            and e.get("session_id") == session
+            and not (e.get("payload") or {}).get("running")
+            for e in self.events[start:]
+        )
+
+    def prompt(self, text: str, session_id: str | None = None) -> TUIReply:
+        """One turn: submits ``text`` and waits for its ``message.complete`` and for the
+        session to be idle again (a prompt sent while it runs would interrupt it)."""
+        session = session_id or self.session_id
+        assert session, "open a session first (create_session)"
+        start = len(self.events)
+        started = time.monotonic()
+        status = self.call("prompt.submit", session_id=session, text=text)
+        assert status.get("status") == "streaming", status
+
+        def completed() -> dict[str, Any] | None:
+            for event in self.events[start:]:
+                if event.get("type") == "message.complete" and event.get("session_id") == session:
+                    return event
+            return None
+
+        self._wait(lambda: completed() is not None)
+        complete = completed() or {}
+        at = self.events.index(complete)
+        self._wait(lambda: self._idle_after(at, session))
+        events = [e for e in self.events[start:] if e.get("session_id") == session]
+        for event in events:
+            stored = (event.get("payload") or {}).get("stored_session_id")
+            if event.get("type") == "session.info" and stored:
+                self.stored_session_id = stored
+        reply = (complete.get("payload") or {}).get("text") or ""
+        return TUIReply(reply, self.stored_session_id or "", events, time.monotonic() - started)
+
+    def compress(self, focus: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+        """``session.compress`` with ``focus_topic``: what the TUI's ``/compress <focus>``
+        sends; its result (``status``, ``before_messages``, ``after_messages``, …)."""
+        session = session_id or self.session_id
+        assert session, "open a session first (create_session)"
+        params: dict[str, Any] = {"session_id": session}
+        if focus:
+            params["focus_topic"] = focus
+        result = self.call("session.compress", **params)
+        stored = (result.get("info") or {}).get("stored_session_id")
+        if stored:
+            self.stored_session_id = stored
+        return result
