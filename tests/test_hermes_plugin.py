@@ -14,7 +14,7 @@ import time
 import pytest
 
 from compression.testing.fake_model import FakeModelServer
-from tests.hermes_peer import HermesGateway, HermesHome, needs_hermes, text_of
+from tests.hermes_peer import HermesACP, HermesGateway, HermesHome, needs_hermes, text_of
 from tests.plugin_support import LiveService, PluginAgent, install_plugin
 from tests.processes import isolated_env
 
@@ -26,6 +26,28 @@ SERVICE_CONFIG = (
     "compression:\n  threshold_tokens: 50000\n  protect_first_n: 3\n  protect_last_n: 10\n"
 )
 TOKENS_PER_MESSAGE = 1_000
+# A memory provider of Hermes's own kind ($HERMES_HOME/plugins/<name>/, memory.provider): what it
+# returns before a compression is Hermes's memory_context.
+MEMORY_PROVIDER = """
+from agent.memory_provider import MemoryProvider
+
+
+class FactMemory(MemoryProvider):
+    name = "factmemory"
+
+    def is_available(self):
+        return True
+
+    def initialize(self, session_id, **kwargs):
+        pass
+
+    def get_tool_schemas(self):
+        return []
+
+    def on_pre_compress(self, messages):
+        return "Known from memory: the user's cat is named Biscuit-77."
+"""
+FILLER = " ".join(f"inventory line {i} is checked and shelved" for i in range(30))
 
 
 @pytest.fixture
@@ -171,3 +193,33 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
     assert max(seconds for _, seconds, away in timings if away) < 10, timings
     log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
     assert log.count("messages wait in the spool") == 1
+
+
+def test_compact_over_acp_compresses_in_the_service_with_hermes_memory_context(tmp_path, live):
+    service, model, agent = live
+    home = home_for(tmp_path, service, model)
+    provider = home.path / "plugins" / "factmemory"
+    provider.mkdir(parents=True)
+    (provider / "__init__.py").write_text(MEMORY_PROVIDER, encoding="utf-8")
+    home.configure({"memory": {"provider": "factmemory"}})
+    with HermesACP(home, extra_env={"HERMES_MEMORY_KEY": service.key}) as hermes:
+        hermes.new_session()
+        for n in range(8):
+            hermes.prompt(f"step {n}: {FILLER}; run `echo step-{n}-done`")
+        before = len(agent.requests)
+        compacted = hermes.compact()
+        after = hermes.prompt("and what now?")
+    assert compacted.text.startswith("Context compressed:"), compacted.text
+    assert after.text.startswith("Noted:")
+
+    (conversation,) = [p.name for p in (home.path / "hermes-memory" / "conversations").iterdir()]
+    session = service_session(service, conversation)
+    assert session["counters"]["compressions"] == 1
+    assert agent.summary_requests == [] and len(agent.service_summaries) == 1
+    # MEMORY-CONTEXT-ASSERTION
+    # The next request to the model carried the service's summary between head and tail.
+    (next_request,) = agent.requests[before:]
+    texts = [text_of(m) for m in next_request["messages"]]
+    assert texts[1].startswith("step 0:")
+    assert any(MARKER.search(t) for t in texts[2:5])
+    assert texts[-1] == "and what now?"

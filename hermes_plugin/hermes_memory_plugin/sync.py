@@ -181,7 +181,7 @@ def deliver(settings: Settings, conversation: Conversation, now: Clock = time.ti
                 state.service_id = None
                 state.acked = 0
                 _open_session(settings, conversation)
-            elif _too_old(answer):
+            elif _refused_field(answer, "sequence", "defer"):
                 raise Away(
                     "the service does not know the fields this plugin sends (sequence, defer): "
                     f"upgrade it ({answer.detail()})"
@@ -227,12 +227,12 @@ def _open_session(settings: Settings, conversation: Conversation) -> None:
     )
 
 
-def _too_old(answer: Answer) -> bool:
-    """A 422 that names the contract's own fields: a service from before them."""
+def _refused_field(answer: Answer, *fields: str) -> bool:
+    """A 422 that names one of ``fields``: a service from before them."""
     errors = answer.body.get("errors") if isinstance(answer.body, dict) else None
-    fields = {"sequence", "defer"}
     return answer.status == 422 and any(
-        isinstance(e, dict) and fields & set(str(e.get("loc")).split(".")) for e in errors or []
+        isinstance(e, dict) and set(fields) & set(str(e.get("loc")).split("."))
+        for e in errors or []
     )
 
 
@@ -385,11 +385,16 @@ def _run_compression(
     force: bool,
     memory_context: str,
 ) -> bool:
-    """Ask the service to compress (manual with a focus or when forced, else automatic: the
-    service's guards and threshold decide). True when there is a new live context to adopt."""
+    """Ask the service to compress; True when there is a new live context to adopt.
+
+    Automatic (the service's guards and threshold decide again) when the service asked for it;
+    the service's own result when it compressed on its own since Hermes's copy; otherwise the
+    call was not the service's idea — ``/compress [focus]``, ACP's ``/compact`` (which passes
+    neither ``force`` nor a focus), Hermes's recovery from an overflow, its gateway's hygiene —
+    and is a manual compression, with the focus if there is one."""
     state = conversation.state
-    manual = force or bool(focus)
     changed = state.stale or state.compressions > state.aligned
+    manual = force or bool(focus) or not (state.due or changed)
     if changed and not manual:
         return True  # the service compressed on its own: adopt that, do not compress again
     body: dict[str, Any] = {"wait": True, "wait_seconds": int(settings.compress_timeout)}
@@ -401,6 +406,10 @@ def _run_compression(
         body["memory_context"] = memory_context[:MEMORY_CONTEXT_MAX]
     path = f"/sessions/{state.service_id}/compress"
     answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
+    if "memory_context" in body and _refused_field(answer, "memory_context"):
+        log.warning("hermes-memory: the service takes no memory_context; compressing without it")
+        del body["memory_context"]
+        answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
     state.due = False
     result = answer.body if isinstance(answer.body, dict) else {}
     outcome = result.get("outcome")
