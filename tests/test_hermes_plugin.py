@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from compression.testing.fake_model import FakeModelServer
+from compression.testing.fake_model import Fail, FakeModelServer, Respond
 from tests.hermes_peer import HermesACP, HermesGateway, HermesHome, needs_hermes, text_of
 from tests.plugin_support import LiveService, PluginAgent, install_plugin
 from tests.processes import isolated_env
@@ -223,3 +223,41 @@ def test_compact_over_acp_compresses_in_the_service_with_hermes_memory_context(t
     assert texts[1].startswith("step 0:")
     assert any(MARKER.search(t) for t in texts[2:5])
     assert texts[-1] == "and what now?"
+
+
+def test_a_context_overflow_hermes_hits_is_reported_and_the_service_compresses_at_once(
+    tmp_path, live
+):
+    service, model, agent = live
+    home = home_for(tmp_path, service, model)
+    overflow = {
+        "message": "This model's maximum context length is 200000 tokens. However, your "
+        "messages resulted in 231000 tokens. Please reduce the length of the messages.",
+        "code": "context_length_exceeded",
+        "type": "invalid_request_error",
+    }
+    failed: list[dict] = []
+
+    def answer(body):
+        if "the big one" in text_of((body or {}).get("messages", [{}])[-1]) and not failed:
+            failed.append(body)
+            return Fail(400, overflow["message"], overflow["code"], overflow["type"])
+        return agent.answer(body)
+
+    model.script.default = Respond(answer)
+    with HermesGateway(home, extra_env={"HERMES_MEMORY_KEY": service.key}) as gateway:
+        first = gateway.turn(f"step 0: {FILLER}; run `echo step-0-done`")
+        for n in range(1, 8):
+            gateway.turn(f"step {n}: {FILLER}")
+        done = gateway.turn("the big one: what did we shelve?")
+    assert done.reply.startswith("Noted:") and failed
+
+    session = service_session(service, first.session_id)
+    assert session["counters"]["compressions"] == 1
+    assert agent.summary_requests == [] and len(agent.service_summaries) == 1
+    # The service heard the model's error and compressed; Hermes retried with its summary.
+    log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
+    assert "model error 400 reported: 200 compressed" in log
+    retried = agent.requests[-1]
+    assert len(retried["messages"]) < len(failed[0]["messages"])
+    assert any(MARKER.search(text_of(m)) for m in retried["messages"])

@@ -161,9 +161,10 @@ def test_the_service_decides_and_compress_hands_back_its_live_context(tmp_path, 
 def test_recall_finds_an_archived_original_for_the_model(tmp_path, service):
     url, key = service
     plugin = config(tmp_path, url, key)
-    history = [{"role": "user", "content": "Remember the vault code 4417."}]
+    history = turn(0)  # the head the service keeps
+    history += [{"role": "user", "content": "Remember the vault code 4417."}]
     history += [{"role": "assistant", "content": "Noted."}]
-    for n in range(8):
+    for n in range(1, 8):
         history += turn(n)
     sync.mirror(plugin, "h1", history, model="gpt-4o")
     assert sync.compress(plugin, "h1", history, force=True) is not None
