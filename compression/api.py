@@ -14,13 +14,14 @@ from pydantic import ConfigDict, Field
 from compression.agent import recall
 from compression.agent.stream import streamed_turn
 from compression.agent.turn import TurnResult, run_turn
+from compression.engine.prompt import MEMORY_CONTEXT_MAX_CHARS
 from compression.models import CompressionEvent
-from compression.policy.triggers import enqueue_manual
+from compression.policy.triggers import enqueue_manual, enqueue_requested
 from compression.tasks import result_dict
 from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut, json_int
-from sessions_app.services import StateConflict, get_session_for_channel
+from sessions_app.services import InvalidInput, StateConflict, get_session_for_channel
 from sessions_app.services.context import external_context
 from sessions_app.services.validation import check_text
 
@@ -44,6 +45,18 @@ class CompressIn(Schema):
     )
     wait: bool = Field(True, description="Wait for the result (up to wait_seconds).")
     wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
+    automatic: bool = Field(
+        False,
+        description="Run the compression the service's own trigger would (the one an append "
+        'with "defer" answered as due): the threshold is checked again and the guards apply '
+        "(cooldown, anti-thrash, compression.enabled). Takes no focus, around_position or "
+        "confirm.",
+    )
+    memory_context: Annotated[str, Field(max_length=MEMORY_CONTEXT_MAX_CHARS)] | None = Field(
+        None,
+        description="Text from the client's memory providers: the summariser reads it after "
+        "the transcript, as reference material (not instructions).",
+    )
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
@@ -60,7 +73,14 @@ class PassOut(Schema):
 
 class CompressOut(Schema):
     session_id: str
-    outcome: str = Field(description="compressed, fallback, skipped, failed, running or queued")
+    outcome: str = Field(
+        description="compressed, fallback, skipped, failed, running or queued; automatic "
+        "compressions also ineffective or locked"
+    )
+    trigger: str | None = Field(None, description="automatic: the trigger it ran as.")
+    reason: str | None = Field(
+        None, description="automatic: why it compressed or not (a guard's reason when locked)."
+    )
     task_id: str | None = None
     passes: list[PassOut] = []
     continued_in: str | None = None
@@ -91,7 +111,8 @@ class TurnIn(Schema):
     auth=OPERATE,
 )
 def compress(request: HttpRequest, session_id: str, payload: CompressIn | None = None):
-    """Manual compression, run by the background worker (bypasses cooldown and anti-thrash).
+    """Manual compression, run by the background worker (bypasses cooldown and anti-thrash);
+    with `automatic`, the service's own automatic compression instead (guards apply).
 
     With `wait` (the default) the answer is the result; if the worker takes longer than
     `wait_seconds`, 202 with the task id (the result also lands in the session's events).
@@ -100,15 +121,32 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
     (nothing changed) and answers 409 asking for `"confirm": true`."""
     payload = payload or CompressIn()
     session = get_session_for_channel(request.auth, session_id)
+    if payload.automatic:
+        given = [
+            name
+            for name in ("focus", "around_position", "confirm")
+            if getattr(payload, name) not in (None, False)
+        ]
+        if given:
+            raise InvalidInput(
+                f"An automatic compression takes no {', '.join(given)}: it runs as the "
+                "service's own trigger would. Leave out 'automatic' to compress by hand."
+            )
+    if payload.memory_context is not None:
+        check_text(payload.memory_context, "memory_context")
     if session.compressing_until and session.compressing_until > timezone.now():
         raise StateConflict("A compression of this session is already running.")
-    task_id = enqueue_manual(
-        session,
-        CompressionEvent.Trigger.MANUAL_API,
-        payload.focus,
-        payload.around_position,
-        payload.confirm,
-    )
+    if payload.automatic:
+        task_id = enqueue_requested(session, payload.memory_context)
+    else:
+        task_id = enqueue_manual(
+            session,
+            CompressionEvent.Trigger.MANUAL_API,
+            payload.focus,
+            payload.around_position,
+            payload.confirm,
+            payload.memory_context,
+        )
     if payload.wait:
         deadline = time.monotonic() + payload.wait_seconds
         while True:

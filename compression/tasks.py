@@ -84,6 +84,7 @@ def compress_task(
     focus: str | None = None,
     around_position: int | None = None,
     confirm: bool = False,
+    memory_context: str | None = None,
 ) -> dict[str, Any]:
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
@@ -95,6 +96,7 @@ def compress_task(
             focus=focus,
             around_position=around_position,
             confirmed=confirm,
+            memory_context=memory_context,
         )
     except AlreadyRunning as exc:
         return {"session_id": session_id, "outcome": "running", "error": exc.message}
@@ -115,6 +117,38 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     if decision.result is not None:
         return result_dict(decision.result)
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}
+
+
+# A decision's action as the answer's outcome, where the two words differ.
+DECISION_OUTCOMES = {"skip": "skipped"}
+
+
+@contained()
+def requested_task(
+    session_id: str, trigger: str, memory_context: str | None = None
+) -> dict[str, Any]:
+    """An automatic compression a client asked for (POST /compress with ``automatic``): what
+    the worker does with a queued automatic one -- the threshold re-checked, the guards
+    applied -- except that no queue mark is its to clear. The answer names the decision."""
+    from compression.policy.triggers import run_automatic, still_needed
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    decision = still_needed(session, trigger) or run_automatic(
+        session, trigger, memory_context=memory_context
+    )
+    body = (
+        result_dict(decision.result)
+        if decision.result is not None
+        else {
+            "session_id": session_id,
+            "outcome": DECISION_OUTCOMES.get(decision.action, decision.action),
+        }
+    )
+    if decision.action == "running":
+        body["error"] = decision.reason
+    return {**body, "trigger": trigger, "reason": decision.reason}
 
 
 @contained()

@@ -119,12 +119,14 @@ def compress(
     total_timeout: float | None = None,
     first_attempt: int = 0,
     confirmed: bool = False,
+    memory_context: str | None = None,
 ) -> CompressionResult:
     """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
 
     Manual triggers ignore cooldown and anti-thrash (SPEC T6). One pass always runs; more run
     (up to ``max_attempts``) while the live tokens stay over the session's threshold.
     ``confirmed``: a manual compression goes on when the pre-compact checkpoint fails.
+    ``memory_context``: the client's memory providers' text, for the summariser's prompt.
     """
     config = get_config().compression
     timeouts = (
@@ -180,6 +182,7 @@ def compress(
                 use_model=not model_failed,
                 attempt_no=len(result.passes) + 1,
                 confirmed=confirmed,
+                memory_context=memory_context,
             )
             result.passes.append(outcome)
             # After one failed model call, further passes of this run summarise locally: one
@@ -216,6 +219,7 @@ def _one_pass(
     use_model: bool = True,
     attempt_no: int = 1,
     confirmed: bool = False,
+    memory_context: str | None = None,
 ) -> PassResult:
     """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time,
     down to a floor: compressing the same selection again would only re-summarise the summary."""
@@ -247,7 +251,14 @@ def _one_pass(
         event = checkpoint.refuse(session, gate, trigger, target, started, attempt_no)
         return PassResult(Outcome.FAILED, event, needs_confirmation=gate.ask)
     passed = _summarise(
-        session, selection, (trigger, focus, target), timeouts, use_model, started, attempt_no
+        session,
+        selection,
+        (trigger, focus, target),
+        timeouts,
+        use_model,
+        started,
+        attempt_no,
+        memory_context,
     )
     checkpoint.settle(gate, passed.event)
     return passed
@@ -261,6 +272,7 @@ def _summarise(
     use_model: bool,
     started: float,
     attempt_no: int,
+    memory_context: str | None = None,
 ) -> PassResult:
     """The summary (the model's, else the local one) and its write-back; ``asked`` is the
     pass's (trigger, focus, threshold)."""
@@ -273,6 +285,7 @@ def _summarise(
         target_tokens=budget,
         config=config,
         focus=focus,
+        memory_context=memory_context,
     )
     model = get_config().auxiliary.compression
     error = ""

@@ -220,12 +220,18 @@ def still_needed(session: Session, trigger: str) -> Decision | None:
 
 
 def after_append(
-    session: Session, usage: dict[str, Any] | None, threshold: Threshold | None = None
+    session: Session,
+    usage: dict[str, Any] | None,
+    threshold: Threshold | None = None,
+    *,
+    defer: bool = False,
 ) -> list[Decision]:
     """The check after messages were stored: with the usage a model reported (post-call, T1),
     else with the local estimate. Firing enqueues the compression; the caller never waits.
     ``session``'s counters and queue marks are the ones the append just stored (read back by
-    its write, under the lock); ``threshold`` was read before the append took the lock."""
+    its write, under the lock); ``threshold`` was read before the append took the lock.
+    ``defer``: a client that runs its own model loop runs the compression itself (POST
+    /compress with ``automatic``); firing answers ``due`` instead of queueing it."""
     prompt = (usage or {}).get("prompt_tokens", (usage or {}).get("input_tokens"))
     if prompt is not None:
         completion = (usage or {}).get("completion_tokens", (usage or {}).get("output_tokens")) or 0
@@ -241,7 +247,10 @@ def after_append(
     decision = decide(session, trigger, tokens, threshold=threshold)
     if decision.action == "compress":
         busy = pending(session)
-        if busy is None and enqueue(session, trigger):
+        if busy is None and defer:
+            decision.action = "due"
+            decision.reason += "; due: the client runs it (POST /compress, automatic)"
+        elif busy is None and enqueue(session, trigger):
             decision.action = "queued"
         else:
             if busy is None:  # queued by a concurrent append since this one read the session
@@ -251,7 +260,7 @@ def after_append(
             decision.reason = f"{decision.reason}; {busy[1]}"
             record_decision(session, trigger, Outcome.SKIPPED, decision.reason, tokens=tokens)
     decisions = [decision]
-    if decision.action != "queued" and due.micro_due(session):
+    if decision.action not in ("queued", "due") and due.micro_due(session):
         every = get_config().compression.micro_compact_every_n_turns
         _enqueue_task("compression.tasks.micro_task", session, f"micro {session.pk}")
         decisions.append(
@@ -281,11 +290,13 @@ def enqueue_manual(
     focus: str | None = None,
     around: int | None = None,
     confirm: bool = False,
+    memory_context: str | None = None,
 ) -> str:
     """Queue an operator's or gateway's compression now and return the task id: such a request
     writes nothing, so there is no commit to wait for. Raises NotFound for an ``around``
     position the session does not have (the engine would otherwise compress near the tail).
-    ``confirm``: go on without the pre-compact checkpoint if it fails."""
+    ``confirm``: go on without the pre-compact checkpoint if it fails. ``memory_context``:
+    the client's memory providers' text, for the summariser's prompt."""
     from django_q.tasks import async_task
 
     check_around(session, around)
@@ -296,6 +307,33 @@ def enqueue_manual(
         focus,
         around,
         confirm,
+        memory_context,
+        task_name=f"compress {session.pk}",
+        group="compression",
+        **task_kwargs(),
+    )
+
+
+def requested_trigger(session: Session) -> str:
+    """The trigger an automatic compression a client asks for runs as: the threshold check
+    that answered it due -- on the usage the model reported, if any is known since the last
+    summary, else on the estimate."""
+    if session.last_prompt_tokens is not None:
+        return Trigger.THRESHOLD_POST
+    return Trigger.THRESHOLD_PRE
+
+
+def enqueue_requested(session: Session, memory_context: str | None = None) -> str:
+    """Queue the automatic compression a client asks for (it deferred the append's decision to
+    itself) and return the task id. The worker runs it as the service's own trigger would:
+    the threshold re-checked, the guards applied."""
+    from django_q.tasks import async_task
+
+    return async_task(
+        "compression.tasks.requested_task",
+        str(session.pk),
+        requested_trigger(session),
+        memory_context,
         task_name=f"compress {session.pk}",
         group="compression",
         **task_kwargs(),
@@ -324,4 +362,4 @@ def after_append_hook(
     *,
     defer: bool = False,
 ) -> list[dict[str, str]]:
-    return [d.as_dict() for d in after_append(session, usage, threshold)]
+    return [d.as_dict() for d in after_append(session, usage, threshold, defer=defer)]
