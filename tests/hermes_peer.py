@@ -1,12 +1,25 @@
-"""The real Hermes Agent (``hermes-agent`` 0.19.0, installed by ``bin/peers`` into
-``tests/peers/hermes/.venv``) driven as its users drive it, in a temporary ``HERMES_HOME``,
-against the loopback OpenAI-compatible server.
+"""The real Hermes Agent (``hermes-agent`` 0.19.0 with its ``[acp]`` extra, installed by
+``bin/peers`` into ``tests/peers/hermes/.venv``) driven as its users drive it, in a temporary
+``HERMES_HOME``, against the loopback OpenAI-compatible server.
 
 Hermes always streams, tool calls included, and decides its own compaction from the
 ``usage.prompt_tokens`` the server reports; :class:`ScriptedAgent` plays the model: it answers
 Hermes's summary requests with a summary, runs a shell command through Hermes's ``terminal`` tool
 when the user's message asks for one (``run `echo hi```), and reports whatever prompt size the
 test wants. Where the peer is not installed every test that needs it skips, saying why.
+
+The ways to drive it (each warm turn measured here against the loopback model, 40 turns):
+
+* :meth:`HermesHome.chat` -- ``hermes chat -q MSG -Q --resume SID``, a new Hermes process per
+  turn: about 4-6 s a turn;
+* :class:`HermesGateway` -- one long-lived ``hermes gateway run`` with its API-server platform,
+  ``POST /v1/chat/completions`` with ``X-Hermes-Session-Id``: 0.3 s a turn (a fresh agent, and
+  the history from state.db, per request);
+* :class:`HermesACP` -- ``hermes acp`` over stdio with the ACP SDK: 0.15 s a turn;
+* :class:`HermesTUI` -- the TUI gateway's JSON-RPC over stdio: 0.1 s a turn.
+
+:meth:`HermesHome.record_engine_calls` installs a plugin context engine that writes down what
+Hermes calls on it (``tests/peers/hermes/engine_recorder``).
 """
 
 from __future__ import annotations
@@ -794,7 +807,9 @@ class HermesTUI:
     def stop(self) -> None:
         if self._process is not None and self._process.stdin is not None:
             with contextlib.suppress(OSError):
-                self._process.stdin.close()
+                self._process.stdin.close()  # the gateway ends its sessions and exits on EOF
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(10)
         self._child.stop(10)
         self._process = None
         if self._log is not None:

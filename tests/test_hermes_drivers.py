@@ -5,6 +5,8 @@ plugin driven through it will see."""
 
 from __future__ import annotations
 
+import errno
+import socket
 import sqlite3
 import threading
 import time
@@ -51,6 +53,8 @@ def test_one_gateway_process_serves_two_conversations_and_follows_hermes_across_
             size["tokens"] = 1_000
             after = gateway.turn("after the compaction, fact 3: the colour is C3.")
         assert processes_under(home.path) == []
+        with socket.socket() as probe:  # and nothing listens on its port any more
+            assert probe.connect_ex(("127.0.0.1", gateway.port)) == errno.ECONNREFUSED
 
     # The tool call went through Hermes's terminal and its output came back as the reply.
     assert first.reply.startswith("Done:") and "vault-4417" in first.reply
