@@ -157,8 +157,12 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
     assert len(calls) == len(set(calls)) == sum(("run `" in m or "recall `" in m) for m in sent)
     assert len([r for r in originals if r["role"] == "assistant"]) == len(sent) + len(calls)
     assert session["next_sequence"] == len(originals)
-    # The service decided every compression (Hermes's own summariser was never asked).
+    # The service decided every compression ("due"), the plugin ran it as the service's own
+    # automatic one, and Hermes's own summariser was never asked.
+    log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
     assert session["counters"]["compressions"] >= 2
+    automatic = r"automatic compression of service session \S+: 200 compressed"
+    assert len(re.findall(automatic, log)) >= 2
     assert agent.summary_requests == [] and len(agent.service_summaries) >= 2
 
     # After each compression the model saw Hermes's system prompt, the head, the service's
@@ -191,7 +195,6 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
 
     # While the service was down no turn waited for it.
     assert max(seconds for _, seconds, away in timings if away) < 10, timings
-    log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
     assert log.count("messages wait in the spool") == 1
 
 
@@ -216,7 +219,8 @@ def test_compact_over_acp_compresses_in_the_service_with_hermes_memory_context(t
     session = service_session(service, conversation)
     assert session["counters"]["compressions"] == 1
     assert agent.summary_requests == [] and len(agent.service_summaries) == 1
-    # MEMORY-CONTEXT-ASSERTION
+    # Hermes's memory provider reached the service's summary prompt.
+    assert "Biscuit-77" in text_of(agent.service_summaries[0]["messages"][-1])
     # The next request to the model carried the service's summary between head and tail.
     (next_request,) = agent.requests[before:]
     texts = [text_of(m) for m in next_request["messages"]]

@@ -320,7 +320,7 @@ def _back(state: State) -> None:
     if state.away_reason is not None:
         log.warning(
             "hermes-memory: the service answers again; the spool is delivered "
-            "(service session %s, %d messages)",
+            "(service session %s holds %d mirrored messages)",
             state.service_id,
             state.acked,
         )
