@@ -195,3 +195,25 @@ def test_two_processes_mirroring_one_conversation_store_each_message_once(tmp_pa
         worker.join()
     assert not errors
     assert stored("h1") == [(m["role"], m["content"]) for m in history]
+
+
+def test_compressing_only_the_older_part_leaves_hermes_its_own_copy_of_the_kept_turns(
+    tmp_path, service
+):
+    """The gateway's ``/compress here N``: Hermes hands over all but its last turns, keeps
+    those as they are and appends them to what compress() returns."""
+    url, key = service
+    plugin = config(tmp_path, url, key)
+    history: list[dict] = []
+    for n in range(8):
+        history += turn(n)
+    sync.mirror(plugin, "h1", history, model="gpt-4o")
+    kept = history[-2:]
+    compressed = sync.compress(plugin, "h1", history[:-2], focus="item 3")
+    assert compressed is not None
+    assert [m["content"] for m in compressed[-2:]] != [m["content"] for m in kept]
+
+    going_on = [*compressed, *kept, *turn(8)]
+    state = sync.mirror(plugin, "h1", going_on)
+    assert state.acked == state.sent == len(history) + 2
+    assert stored("h1") == [(m["role"], m["content"]) for m in history + turn(8)]

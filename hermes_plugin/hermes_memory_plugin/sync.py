@@ -24,6 +24,7 @@ from .store import Batch, Conversation, State, Store
 
 log = logging.getLogger("hermes_memory_plugin")
 MEMORY_CONTEXT_MAX = 6_000
+SUMMARY_MARK = "[Originals #"  # what ends every summary the service writes
 BATCH_MAX = 500  # messages per POST (the service takes at most 1,000)
 # What the process knows of a Hermes session before its conversation exists (the engine hears
 # the model and its window at agent start; the service session is opened at the first mirror).
@@ -110,13 +111,10 @@ def _remember(
         state.system_prompt = system_prompt  # for the session's opening; dropped once open
 
 
-def locate(state: State, history: list[Any]) -> int:
-    """Where the messages the service does not have begin in ``history``: after the last
-    mirrored message, found again by its signature where Hermes's list moved (a reloaded
-    session, a message Hermes inserted)."""
+def _find_anchor(state: State, history: list[Any]) -> int | None:
+    """The index after the last mirrored message in ``history`` (its signature looked for at
+    the cursor first, then ever further from it), or None."""
     base = state.base
-    if base <= 0 or state.anchor is None:
-        return 0
     if base <= len(history) and signature(history[base - 1]) == state.anchor:
         return base
     for offset in range(1, len(history) + base + 1):
@@ -125,13 +123,34 @@ def locate(state: State, history: list[Any]) -> int:
                 return index + 1
         if base - 1 - offset < 0 and base - 1 + offset >= len(history):
             break
+    return None
+
+
+def locate(state: State, history: list[Any]) -> int:
+    """Where the messages the service does not have begin in ``history``: after the last
+    mirrored message, found again by its signature where Hermes's list moved (a reloaded
+    session, a message Hermes inserted)."""
+    if state.base <= 0 or state.anchor is None:
+        return 0
+    found = _find_anchor(state, history)
+    if found is not None:
+        return found
     log.warning(
         "hermes-memory: the last mirrored message is no longer in Hermes's list of %d "
         "(it had %d); mirroring from there",
         len(history),
-        base,
+        state.base,
     )
-    return min(base, len(history))
+    return min(state.base, len(history))
+
+
+def held_back(state: State, messages: list[Any]) -> int:
+    """How many mirrored messages follow ``messages`` when it is only the older part of
+    Hermes's list (the gateway's ``/compress here N`` summarises the head and keeps the last N
+    turns as they are): 0 for the whole list."""
+    if state.base <= len(messages) or state.anchor is None or not messages:
+        return 0
+    return 0 if _find_anchor(state, messages) is not None else state.base - len(messages)
 
 
 def take(conversation: Conversation, history: list[Any]) -> Batch | None:
@@ -359,7 +378,9 @@ def compress(
     with store(settings).open(hermes_id) as conversation:
         state = conversation.state
         _remember(conversation, hermes_id, "", None)
-        take(conversation, messages)
+        kept = held_back(state, messages)
+        if not kept:
+            take(conversation, messages)
         if not deliver(settings, conversation, now):
             if not state.compress_away_logged:
                 log.warning(
@@ -372,7 +393,7 @@ def compress(
         try:
             if not _run_compression(settings, conversation, focus, force, memory_context):
                 return None
-            return _adopt_context(settings, conversation)
+            return _adopt_context(settings, conversation, kept)
         except Away as away:
             _away(settings, state, str(away), now)
             return None
@@ -425,7 +446,12 @@ def _run_compression(
     return outcome in ("compressed", "fallback") or changed
 
 
-def _adopt_context(settings: Settings, conversation: Conversation) -> list[dict[str, Any]] | None:
+def _adopt_context(
+    settings: Settings, conversation: Conversation, kept: int = 0
+) -> list[dict[str, Any]] | None:
+    """The service's live context as Hermes's new list, the cursor after it. With ``kept``
+    messages that Hermes keeps after the list it asked about, the context without them: Hermes
+    appends its own copies, which the service already holds."""
     state = conversation.state
     context = call(settings, "GET", f"/sessions/{state.service_id}/context")
     session = call(settings, "GET", f"/sessions/{state.service_id}")
@@ -434,13 +460,26 @@ def _adopt_context(settings: Settings, conversation: Conversation) -> list[dict[
         log.warning("hermes-memory: reading the live context: %s", context.detail())
         return None
     result = context_to_hermes(messages)
+    if kept:
+        tail = result[-kept:]
+        if len(result) <= kept + 1 or any(SUMMARY_MARK in str(m.get("content")) for m in tail):
+            log.warning(
+                "hermes-memory: Hermes keeps %d messages out of this compression but the "
+                "service's protected tail is shorter; the context is left as it is",
+                kept,
+            )
+            return None
+        result = result[:-kept]
     if not result:
         return None
     _counters(state, session.body if session.ok else None)
     state.aligned = state.compressions
     state.stale = state.due = False
-    state.base = len(result)
-    state.anchor = signature(result[-1])
+    if kept:
+        state.base = len(result) + kept  # the anchor stays: the last of Hermes's kept messages
+    else:
+        state.base = len(result)
+        state.anchor = signature(result[-1])
     return result
 
 
