@@ -157,6 +157,11 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
     assert len(calls) == len(set(calls)) == sum(("run `" in m or "recall `" in m) for m in sent)
     assert len([r for r in originals if r["role"] == "assistant"]) == len(sent) + len(calls)
     assert session["next_sequence"] == len(originals)
+    # Hermes's background review (a fork that shares the session id) ran, and none of it was
+    # mirrored: it is not the conversation.
+    review = "Review the conversation above"
+    assert any(review in text_of(m) for r in agent.requests for m in r["messages"])
+    assert not any(review in (r["content"] or "") for r in rows)
     # The service decided every compression ("due"), the plugin ran it as the service's own
     # automatic one, and Hermes's own summariser was never asked.
     log = (home.path / "logs" / "agent.log").read_text(encoding="utf-8")
