@@ -203,3 +203,15 @@ def test_settings_come_from_the_config_block_with_bad_values_at_their_defaults(t
     assert (loaded.timeout, loaded.scope, loaded.configured) == (3.0, "session", True)
     # An unexpanded ${VAR} (the variable is not set) is not a key.
     assert not settings.from_mapping({"url": "http://x", "key": "${NOPE}"}, tmp_path).configured
+
+
+def test_after_an_undo_the_mirror_goes_on_from_where_hermes_list_went_back_to(tmp_path):
+    places = store.Store(tmp_path)
+    with places.open("h1") as conversation:
+        sync.take(conversation, _history(6))
+        # /retry: Hermes dropped its last turn and asks again; nothing of it is lost.
+        retried = [*_history(4), {"role": "user", "content": "again"}]
+        batch = sync.take(conversation, retried)
+        assert batch is not None
+        assert [m["content"] for m in batch.messages] == ["again"]
+        assert batch.sequence == 6

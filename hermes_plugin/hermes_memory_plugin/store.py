@@ -34,7 +34,8 @@ def safe_name(hermes_id: str) -> str:
 class State:
     """``sent``: messages given a sequence so far (the next batch's ``sequence``); ``acked``: the
     service's ``next_sequence`` as last answered; ``base``: how many leading messages of Hermes's
-    working list the service already has, ``anchor`` the signature of the last of them;
+    working list the service already has, ``anchor`` the signature of the last of them and
+    ``recent`` those of the last few (to find where Hermes's list went back to after an undo);
     ``compressions`` the service's count as last seen and ``aligned`` the count Hermes's list
     reflects; ``due`` the service's last "compress now"; ``stale`` the service changed the live
     context on its own (a model error it compressed for, a reset)."""
@@ -46,6 +47,7 @@ class State:
     acked: int = 0
     base: int = 0
     anchor: str | None = None
+    recent: list[str] = field(default_factory=list)
     usage: dict[str, int] | None = None
     due: bool = False
     stale: bool = False

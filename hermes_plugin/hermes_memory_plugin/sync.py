@@ -26,6 +26,7 @@ log = logging.getLogger("hermes_memory_plugin")
 MEMORY_CONTEXT_MAX = 6_000
 SUMMARY_MARK = "[Originals #"  # what ends every summary the service writes
 BATCH_MAX = 500  # messages per POST (the service takes at most 1,000)
+RECENT = 64  # signatures kept of the last mirrored messages
 # What the process knows of a Hermes session before its conversation exists (the engine hears
 # the model and its window at agent start; the service session is opened at the first mirror).
 _META: dict[str, dict[str, Any]] = {}
@@ -135,6 +136,14 @@ def locate(state: State, history: list[Any]) -> int:
     found = _find_anchor(state, history)
     if found is not None:
         return found
+    went_back = _went_back(state, history)
+    if went_back is not None:
+        log.info(
+            "hermes-memory: Hermes's list went back (an undo, a retry): mirroring after its "
+            "message %d; what it dropped stays in the service",
+            went_back,
+        )
+        return went_back
     log.warning(
         "hermes-memory: the last mirrored message is no longer in Hermes's list of %d "
         "(it had %d); mirroring from there",
@@ -142,6 +151,16 @@ def locate(state: State, history: list[Any]) -> int:
         state.base,
     )
     return min(state.base, len(history))
+
+
+def _went_back(state: State, history: list[Any]) -> int | None:
+    """After Hermes dropped its last messages (``/undo``, ``/retry``): the index after the
+    newest message of ``history`` that is one of the recently mirrored ones."""
+    recent = set(state.recent)
+    for index in range(min(len(history), state.base) - 1, -1, -1):
+        if signature(history[index]) in recent:
+            return index + 1
+    return None
 
 
 def held_back(state: State, messages: list[Any]) -> int:
@@ -166,9 +185,16 @@ def take(conversation: Conversation, history: list[Any]) -> Batch | None:
     if batch is not None:
         state.usage = None
     if history:
-        state.base = len(history)
-        state.anchor = signature(history[-1])
+        _cursor(state, history)
     return batch
+
+
+def _cursor(state: State, history: list[Any], end: int | None = None) -> None:
+    """The cursor after ``history[:end]`` (all of it by default)."""
+    end = len(history) if end is None else end
+    state.base = end
+    state.anchor = signature(history[end - 1]) if end else None
+    state.recent = [signature(m) for m in history[max(0, end - RECENT) : end]]
 
 
 def deliver(settings: Settings, conversation: Conversation, now: Clock = time.time) -> bool:
@@ -477,9 +503,9 @@ def _adopt_context(
     state.stale = state.due = False
     if kept:
         state.base = len(result) + kept  # the anchor stays: the last of Hermes's kept messages
+        state.recent = [signature(m) for m in result[-RECENT:]] + state.recent[-kept:]
     else:
-        state.base = len(result)
-        state.anchor = signature(result[-1])
+        _cursor(state, result)
     return result
 
 
