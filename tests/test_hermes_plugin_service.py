@@ -217,3 +217,30 @@ def test_compressing_only_the_older_part_leaves_hermes_its_own_copy_of_the_kept_
     state = sync.mirror(plugin, "h1", going_on)
     assert state.acked == state.sent == len(history) + 2
     assert stored("h1") == [(m["role"], m["content"]) for m in history + turn(8)]
+
+
+def test_a_batch_the_service_refuses_is_set_aside_and_the_rest_still_arrives_in_order(
+    tmp_path, service, caplog
+):
+    url, key = service
+    plugin = config(tmp_path, url, key)
+    away = config(tmp_path, f"http://127.0.0.1:{free_port()}", key, retry_seconds=0)
+    history = turn(0)
+    sync.mirror(plugin, "h1", history, model="m")
+    # While the service is away: a turn whose tool result answers no call (the service refuses
+    # such a batch on every retry), then a good one.
+    history += [
+        {"role": "user", "content": "orphan ahead"},
+        {"role": "tool", "tool_call_id": "call_nobody", "content": "result of nothing"},
+    ]
+    sync.mirror(away, "h1", history)
+    history += turn(1)
+    sync.mirror(away, "h1", history)
+
+    state = sync.mirror(plugin, "h1", history)
+    assert state.acked == state.sent == len(history) - 2
+    assert stored("h1") == [(m["role"], m["content"]) for m in turn(0) + turn(1)]
+    rejected = tmp_path / "hermes-memory" / "conversations" / "h1" / "rejected.jsonl"
+    (line,) = rejected.read_text(encoding="utf-8").splitlines()
+    assert '"status": 409' in line and "call_nobody" in line
+    assert any("the service refused messages 2-3 (409)" in r.message for r in caplog.records)

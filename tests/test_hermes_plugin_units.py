@@ -215,3 +215,19 @@ def test_after_an_undo_the_mirror_goes_on_from_where_hermes_list_went_back_to(tm
         assert batch is not None
         assert [m["content"] for m in batch.messages] == ["again"]
         assert batch.sequence == 6
+
+
+def test_consecutive_spooled_batches_go_out_as_one_request_with_the_newest_usage():
+    batches = [
+        store.Batch(0, [{"role": "user", "content": "a"}] * 3, {"prompt_tokens": 1}),
+        store.Batch(3, [{"role": "user", "content": "b"}] * 2, None),
+        store.Batch(5, [{"role": "user", "content": "c"}], {"prompt_tokens": 7}),
+        store.Batch(9, [{"role": "user", "content": "d"}], None),  # after a renumbering
+    ]
+    merged, count = sync._merge(batches)
+    assert (merged.sequence, len(merged.messages), merged.usage, count) == (
+        0,
+        6,
+        {"prompt_tokens": 7},
+        3,
+    )

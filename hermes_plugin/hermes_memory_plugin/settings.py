@@ -26,7 +26,7 @@ class Settings:
     url: str = ""
     key: str = ""
     timeout: float = 3.0
-    compress_timeout: float = 120.0
+    compress_timeout: float = 60.0
     retry_seconds: float = 10.0
     scope: str = "session"
     home: Path = Path(".")
@@ -80,7 +80,7 @@ def from_mapping(block: Any, home: Path) -> Settings:
         url=str(block.get("url") or os.environ.get("HERMES_MEMORY_URL") or "").strip(),
         key=str(block.get("key") or os.environ.get("HERMES_MEMORY_KEY") or "").strip(),
         timeout=_number(block.get("timeout_seconds"), 3.0, 0.1, 60),
-        compress_timeout=_number(block.get("compress_timeout_seconds"), 120.0, 1, 3600),
+        compress_timeout=_number(block.get("compress_timeout_seconds"), 60.0, 1, 3600),
         retry_seconds=_number(block.get("retry_seconds"), 10.0, 0, 3600),
         scope=scope if scope in SCOPES else "session",
         home=home,

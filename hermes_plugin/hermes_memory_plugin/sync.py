@@ -197,27 +197,41 @@ def _cursor(state: State, history: list[Any], end: int | None = None) -> None:
     state.recent = [signature(m) for m in history[max(0, end - RECENT) : end]]
 
 
-def deliver(settings: Settings, conversation: Conversation, now: Clock = time.time) -> bool:
-    """Send the spool, oldest first. True when the service has everything."""
+def deliver(
+    settings: Settings,
+    conversation: Conversation,
+    now: Clock = time.time,
+    *,
+    budget: float | None = None,
+) -> bool:
+    """Send the spool, oldest first, consecutive batches merged into one request (after an
+    outage the spool holds one batch per mirror point), for at most ``budget`` seconds (the
+    call timeout by default: a slow service costs a turn that long, the rest goes next time).
+    True when the service has everything."""
     state = conversation.state
     if state.away_until > now():
         return False
+    deadline = time.monotonic() + (settings.timeout if budget is None else budget)
     try:
         if state.service_id is None:
             _open_session(settings, conversation)
         batches = conversation.pending()
+        single = False
         rounds = 0
         while batches:
             rounds += 1
             if rounds > 1000:  # a service that keeps refusing the same way: try again later
                 raise Away("the service keeps refusing the spool")
-            batch = batches.pop(0)
-            answer = _post_batch(settings, state, batch)
+            if time.monotonic() > deadline:
+                return False
+            merged, count = (batches[0], 1) if single else _merge(batches)
+            answer = _post_batch(settings, state, merged)
             if answer.ok:
-                _took(state, answer, batch)
+                _took(state, answer, merged)
+                batches, single = batches[count:], False
                 continue
             if answer.status == 409 and _expected(answer) is not None:
-                _resequence(conversation, [batch, *batches], _expected(answer) or 0)
+                _resequence(conversation, batches, _expected(answer) or 0)
             elif answer.status == 404:
                 log.warning(
                     "hermes-memory: service session %s is gone; opening it again",
@@ -231,8 +245,11 @@ def deliver(settings: Settings, conversation: Conversation, now: Clock = time.ti
                     "the service does not know the fields this plugin sends (sequence, defer): "
                     f"upgrade it ({answer.detail()})"
                 )
+            elif count > 1:
+                single = True  # find the one batch it refuses
+                continue
             else:
-                _reject(conversation, batch, batches, answer)
+                _reject(conversation, batches[0], batches[1:], answer)
             batches = conversation.pending()
     except Away as away:
         _away(settings, state, str(away), now)
@@ -240,6 +257,22 @@ def deliver(settings: Settings, conversation: Conversation, now: Clock = time.ti
     _back(state)
     conversation.drop_delivered()
     return True
+
+
+def _merge(batches: list[Batch]) -> tuple[Batch, int]:
+    """The first batches, as long as they follow each other, as one (at most BATCH_MAX
+    messages; the usage is the newest one)."""
+    messages = list(batches[0].messages)
+    usage = batches[0].usage
+    count = 1
+    for batch in batches[1:]:
+        follows = batch.sequence == batches[count - 1].end
+        if not follows or len(messages) + len(batch.messages) > BATCH_MAX:
+            break
+        messages += batch.messages
+        usage = batch.usage or usage
+        count += 1
+    return Batch(batches[0].sequence, messages, usage), count
 
 
 def _post_batch(settings: Settings, state: State, batch: Batch) -> Answer:
@@ -407,7 +440,7 @@ def compress(
         kept = held_back(state, messages)
         if not kept:
             take(conversation, messages)
-        if not deliver(settings, conversation, now):
+        if not deliver(settings, conversation, now, budget=settings.compress_timeout):
             if not state.compress_away_logged:
                 log.warning(
                     "hermes-memory: the service is away (%s): Hermes's context is left as it "
