@@ -5,8 +5,14 @@ again in a list Hermes reloaded from its state.db."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.plugin_support import convert, settings, store, sync
+
+# What the real Hermes Agent 0.19.0 handed its post_llm_call hook after three gateway turns
+# (re-record with `.venv/bin/python -m tests.record_hermes_working_list`).
+RECORDED = Path(__file__).resolve().parent / "data" / "hermes_working_list.json"
+OPENAI_KEYS = {"role", "content", "tool_calls", "tool_call_id", "name"}
 
 
 def test_a_hermes_message_is_mirrored_in_openai_format_without_hermes_private_keys():
@@ -67,6 +73,19 @@ def test_a_hermes_message_is_mirrored_in_openai_format_without_hermes_private_ke
     }
     assert convert.to_service({"role": "developer", "content": "x"}) is None
     assert convert.to_service("not a message") is None
+
+
+def test_hermes_recorded_working_list_is_mirrored_with_openai_keys_only():
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+    mirrored = [convert.to_service(m) for m in recorded]
+    assert len(mirrored) == len(recorded) and None not in mirrored
+    assert {key for m in mirrored for key in m} <= OPENAI_KEYS
+    assert any("_db_persisted" in m or "finish_reason" in m for m in recorded)  # Hermes's own
+    call = next(m for m in mirrored if m.get("tool_calls"))["tool_calls"][0]
+    assert set(call) == {"id", "type", "function"} and call["function"]["name"] == "terminal"
+    result = next(m for m in mirrored if m["role"] == "tool")
+    assert result["tool_call_id"] == call["id"] and result["name"] == "terminal"
+    assert [m["content"] for m in mirrored] == [m["content"] for m in recorded]
 
 
 def test_an_oversized_tool_result_is_cut_in_the_middle_under_the_services_limit():
