@@ -270,3 +270,33 @@ def test_a_context_overflow_hermes_hits_is_reported_and_the_service_compresses_a
     retried = agent.requests[-1]
     assert len(retried["messages"]) < len(failed[0]["messages"])
     assert any(MARKER.search(text_of(m)) for m in retried["messages"])
+
+
+def test_each_hermes_chat_process_goes_on_where_the_last_one_stopped_across_a_rotation(
+    tmp_path, live
+):
+    """``hermes chat -q --resume``: a new process each turn, so all the plugin knows is on
+    disk; the service's compression rotates Hermes's session id and the next process, resuming
+    the new id, continues the same service session."""
+    service, model, agent = live
+    home = home_for(tmp_path, service, model)
+    big = {"after": False}
+    agent.prompt_tokens = lambda body: 60_000 if big["after"] else 2_000
+    env = {"HERMES_MEMORY_KEY": service.key}
+    sent, ids, session_id = [], [], None
+    for n in range(7):
+        big["after"] = n == 4  # the reported prompt passes the service's threshold once
+        message = f"step {n}: {FILLER}; run `echo step-{n}`" if n < 5 else f"step {n}: go on"
+        turn = home.chat(message, resume=session_id, extra_env=env)
+        session_id = turn.session_id
+        sent.append(message)
+        ids.append(session_id)
+
+    assert ids[0] == ids[4] != ids[5] == ids[6]  # Hermes rotated its id at the compression
+    session = service_session(service, ids[0])
+    assert session["counters"]["compressions"] == 1
+    rows = [r for r in service.rows(session["id"]) if not r.get("is_summary")]
+    assert [r["content"] for r in rows if r["role"] == "user"] == sent
+    assert session["next_sequence"] == len([r for r in rows if r["role"] != "system"])
+    after = next(r for r in agent.requests if text_of(r["messages"][-1]).startswith("step 5"))
+    assert any(MARKER.search(text_of(m)) for m in after["messages"])
