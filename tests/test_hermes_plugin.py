@@ -3,7 +3,9 @@
 The plugin is pip-installed into Hermes's own virtualenv once per test session (as its README
 says); the service runs as ``manage.py serve`` on a database of its own; one loopback model
 plays both Hermes's chat model and the service's summariser (``PluginAgent``). Hermes is driven
-through its gateway's API server (one long-lived process, about a second a turn)."""
+through its gateway's API server (one long-lived process, about a second a turn) with its
+compaction in place (0.19.0's default), through ``hermes chat -q --resume`` and with rotation,
+and over ACP."""
 
 from __future__ import annotations
 
@@ -75,14 +77,16 @@ def live(tmp_path, plugin_installed):
                 service.stop()
 
 
-def home_for(tmp_path, service: LiveService, model: FakeModelServer, **memory) -> HermesHome:
+def home_for(
+    tmp_path, service: LiveService, model: FakeModelServer, *, in_place: bool = False, **memory
+) -> HermesHome:
     return HermesHome(
         tmp_path / "home",
         model.base_url,
         config={
             "plugins": {"enabled": ["hermes-memory"]},
             "context": {"engine": "hermes-memory"},
-            "compression": {"in_place": False},
+            "compression": {"in_place": in_place},
             "hermes_memory": {
                 "url": service.url,
                 "key": "${HERMES_MEMORY_KEY}",
@@ -112,7 +116,7 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
     tmp_path, live
 ):
     service, model, agent = live
-    home = home_for(tmp_path, service, model)
+    home = home_for(tmp_path, service, model, in_place=True)  # 0.19.0's default
     sent: list[str] = []
     timings: list[tuple[int, float, bool]] = []
     recalled_at = None
