@@ -27,13 +27,13 @@ PLUGIN_ROOT = Path(__file__).resolve().parent.parent / "hermes_plugin"
 if str(PLUGIN_ROOT) not in sys.path:
     sys.path.insert(0, str(PLUGIN_ROOT))
 
-from hermes_memory_plugin import convert, settings, store, sync  # noqa: E402
+from hermes_memory_plugin import convert, cursor, delivery, settings, store, sync  # noqa: E402
 
 from compression.testing.fake_model import TRANSCRIPT, Reply, digest  # noqa: E402
 from tests.hermes_peer import HERMES_PYTHON, RUN, ScriptedAgent, text_of  # noqa: E402
 from tests.processes import ROOT, python, stop_all, wait_for  # noqa: E402
 
-__all__ = ["PLUGIN_ROOT", "convert", "settings", "store", "sync"]
+__all__ = ["PLUGIN_ROOT", "convert", "cursor", "delivery", "settings", "store", "sync"]
 RECALL = re.compile(r"recall `([^`]+)`")
 _installed: dict[str, str | None] = {}
 

@@ -14,7 +14,7 @@ import pytest
 from compression.testing.fake_model import Digest, FakeModelServer
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
-from tests.plugin_support import free_port, settings, sync
+from tests.plugin_support import convert, free_port, settings, store, sync
 
 TOOL_CALL = {
     "id": "call_1",
@@ -77,7 +77,7 @@ def test_every_message_reaches_the_service_once_even_when_an_answer_was_lost(
     # The answer was lost: the plugin's state says nothing was taken, so it sends again.
     with sync.store(plugin).open("h1") as conversation:
         conversation.state.acked = 0
-        conversation.rewrite_spool([sync.Batch(0, [sync.to_service(m) for m in history])])
+        conversation.rewrite_spool([store.Batch(0, [convert.to_service(m) for m in history])])
     history += turn(1)
     state = sync.mirror(plugin, "h1", history)
     assert state.acked == state.sent == 6

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.plugin_support import convert, settings, store, sync
+from tests.plugin_support import convert, cursor, delivery, settings, store, sync
 
 # What the real Hermes Agent 0.19.0 handed its post_llm_call hook after three gateway turns
 # (re-record with `.venv/bin/python -m tests.record_hermes_working_list`).
@@ -179,24 +179,24 @@ def _history(n: int) -> list[dict]:
 def test_the_mirror_finds_its_place_again_in_a_list_hermes_reloaded_and_cleaned(tmp_path):
     places = store.Store(tmp_path)
     with places.open("h1") as conversation:
-        batch = sync.take(conversation, _history(6))
+        batch = cursor.take(conversation, _history(6))
         assert batch is not None and len(batch.messages) == 6
         # Hermes reloads the session: its text comes back stripped, and a new message follows.
         reloaded = [{**m, "content": m["content"].strip()} for m in _history(6)]
-        batch = sync.take(conversation, [*reloaded, {"role": "user", "content": "new"}])
+        batch = cursor.take(conversation, [*reloaded, {"role": "user", "content": "new"}])
         assert batch is not None
         assert [m["content"] for m in batch.messages] == ["new"]
         assert batch.sequence == 6
         # Nothing new: nothing spooled.
-        assert sync.take(conversation, [*reloaded, {"role": "user", "content": "new"}]) is None
+        assert cursor.take(conversation, [*reloaded, {"role": "user", "content": "new"}]) is None
 
 
 def test_the_mirror_follows_its_last_message_where_hermes_inserted_one_before_it(tmp_path):
     places = store.Store(tmp_path)
     with places.open("h1") as conversation:
-        sync.take(conversation, _history(4))
+        cursor.take(conversation, _history(4))
         moved = [*_history(2), {"role": "user", "content": "todo snapshot"}, *_history(4)[2:]]
-        batch = sync.take(conversation, [*moved, {"role": "user", "content": "after"}])
+        batch = cursor.take(conversation, [*moved, {"role": "user", "content": "after"}])
         assert batch is not None
         assert [m["content"] for m in batch.messages] == ["after"]
 
@@ -205,10 +205,10 @@ def test_usage_waits_for_the_batch_holding_the_message_its_call_produced(tmp_pat
     config = settings.Settings(url="http://127.0.0.1:9", key="k", home=tmp_path)
     places = sync.store(config)
     with places.open("h1") as conversation:
-        sync.take(conversation, _history(1))
+        cursor.take(conversation, _history(1))
     sync.record_usage(config, "h1", {"prompt_tokens": 1234, "completion_tokens": 5})
     with places.open("h1") as conversation:
-        batch = sync.take(conversation, _history(3))
+        batch = cursor.take(conversation, _history(3))
         assert batch is not None and batch.usage == {"prompt_tokens": 1234, "completion_tokens": 5}
         assert conversation.state.usage is None
 
@@ -227,10 +227,10 @@ def test_settings_come_from_the_config_block_with_bad_values_at_their_defaults(t
 def test_after_an_undo_the_mirror_goes_on_from_where_hermes_list_went_back_to(tmp_path):
     places = store.Store(tmp_path)
     with places.open("h1") as conversation:
-        sync.take(conversation, _history(6))
+        cursor.take(conversation, _history(6))
         # /retry: Hermes dropped its last turn and asks again; nothing of it is lost.
         retried = [*_history(4), {"role": "user", "content": "again"}]
-        batch = sync.take(conversation, retried)
+        batch = cursor.take(conversation, retried)
         assert batch is not None
         assert [m["content"] for m in batch.messages] == ["again"]
         assert batch.sequence == 6
@@ -243,7 +243,7 @@ def test_consecutive_spooled_batches_go_out_as_one_request_with_the_newest_usage
         store.Batch(5, [{"role": "user", "content": "c"}], {"prompt_tokens": 7}),
         store.Batch(9, [{"role": "user", "content": "d"}], None),  # after a renumbering
     ]
-    merged, count = sync._merge(batches)
+    merged, count = delivery.merge(batches)
     assert (merged.sequence, len(merged.messages), merged.usage, count) == (
         0,
         6,

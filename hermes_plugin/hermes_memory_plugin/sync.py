@@ -17,16 +17,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .convert import MAX_MESSAGE_BYTES, context_to_hermes, signature, to_service
-from .service import Answer, Away, call
+from .convert import context_to_hermes, signature
+from .cursor import RECENT, held_back, set_cursor, take
+from .delivery import Away, call, deliver, mark_away, read_counters, refused_field
 from .settings import Settings
-from .store import Batch, Conversation, State, Store
+from .store import Conversation, State, Store
 
 log = logging.getLogger("hermes_memory_plugin")
 MEMORY_CONTEXT_MAX = 6_000
 SUMMARY_MARK = "[Originals #"  # what ends every summary the service writes
-BATCH_MAX = 500  # messages per POST (the service takes at most 1,000)
-RECENT = 64  # signatures kept of the last mirrored messages
 # What the process knows of a Hermes session before its conversation exists (the engine hears
 # the model and its window at agent start; the service session is opened at the first mirror).
 _META: dict[str, dict[str, Any]] = {}
@@ -112,301 +111,6 @@ def _remember(
         state.system_prompt = system_prompt  # for the session's opening; dropped once open
 
 
-def _find_anchor(state: State, history: list[Any]) -> int | None:
-    """The index after the last mirrored message in ``history`` (its signature looked for at
-    the cursor first, then ever further from it), or None."""
-    base = state.base
-    if base <= len(history) and signature(history[base - 1]) == state.anchor:
-        return base
-    for offset in range(1, len(history) + base + 1):
-        for index in (base - 1 - offset, base - 1 + offset):
-            if 0 <= index < len(history) and signature(history[index]) == state.anchor:
-                return index + 1
-        if base - 1 - offset < 0 and base - 1 + offset >= len(history):
-            break
-    return None
-
-
-def locate(state: State, history: list[Any]) -> int:
-    """Where the messages the service does not have begin in ``history``: after the last
-    mirrored message, found again by its signature where Hermes's list moved (a reloaded
-    session, a message Hermes inserted)."""
-    if state.base <= 0 or state.anchor is None:
-        return 0
-    found = _find_anchor(state, history)
-    if found is not None:
-        return found
-    went_back = _went_back(state, history)
-    if went_back is not None:
-        log.info(
-            "hermes-memory: Hermes's list went back (an undo, a retry): mirroring after its "
-            "message %d; what it dropped stays in the service",
-            went_back,
-        )
-        return went_back
-    log.warning(
-        "hermes-memory: the last mirrored message is no longer in Hermes's list of %d "
-        "(it had %d); mirroring from there",
-        len(history),
-        state.base,
-    )
-    return min(state.base, len(history))
-
-
-def _went_back(state: State, history: list[Any]) -> int | None:
-    """After Hermes dropped its last messages (``/undo``, ``/retry``): the index after the
-    newest message of ``history`` that is one of the recently mirrored ones."""
-    recent = set(state.recent)
-    for index in range(min(len(history), state.base) - 1, -1, -1):
-        if signature(history[index]) in recent:
-            return index + 1
-    return None
-
-
-def held_back(state: State, messages: list[Any]) -> int:
-    """How many mirrored messages follow ``messages`` when it is only the older part of
-    Hermes's list (the gateway's ``/compress here N`` summarises the head and keeps the last N
-    turns as they are): 0 for the whole list."""
-    if state.base <= len(messages) or state.anchor is None or not messages:
-        return 0
-    return 0 if _find_anchor(state, messages) is not None else state.base - len(messages)
-
-
-def take(conversation: Conversation, history: list[Any]) -> Batch | None:
-    """Spool the new messages of ``history`` (with the pending usage) and move the cursor."""
-    state = conversation.state
-    start = locate(state, history)
-    new = [m for m in (to_service(x) for x in history[start:]) if m is not None]
-    batch = None
-    for first in range(0, len(new), BATCH_MAX):
-        chunk = new[first : first + BATCH_MAX]
-        last = first + BATCH_MAX >= len(new)
-        batch = conversation.spool(chunk, state.usage if last else None)
-    if batch is not None:
-        state.usage = None
-    if history:
-        _cursor(state, history)
-    return batch
-
-
-def _cursor(state: State, history: list[Any], end: int | None = None) -> None:
-    """The cursor after ``history[:end]`` (all of it by default)."""
-    end = len(history) if end is None else end
-    state.base = end
-    state.anchor = signature(history[end - 1]) if end else None
-    state.recent = [signature(m) for m in history[max(0, end - RECENT) : end]]
-
-
-def deliver(
-    settings: Settings,
-    conversation: Conversation,
-    now: Clock = time.time,
-    *,
-    budget: float | None = None,
-) -> bool:
-    """Send the spool, oldest first, consecutive batches merged into one request (after an
-    outage the spool holds one batch per mirror point), for at most ``budget`` seconds (the
-    call timeout by default: a slow service costs a turn that long, the rest goes next time).
-    True when the service has everything."""
-    state = conversation.state
-    if state.away_until > now():
-        return False
-    deadline = time.monotonic() + (settings.timeout if budget is None else budget)
-    try:
-        if state.service_id is None:
-            _open_session(settings, conversation)
-        batches = conversation.pending()
-        single = False
-        rounds = 0
-        while batches:
-            rounds += 1
-            if rounds > 1000:  # a service that keeps refusing the same way: try again later
-                raise Away("the service keeps refusing the spool")
-            if time.monotonic() > deadline:
-                return False
-            merged, count = (batches[0], 1) if single else _merge(batches)
-            answer = _post_batch(settings, state, merged)
-            if answer.ok:
-                _took(state, answer, merged)
-                batches, single = batches[count:], False
-                continue
-            if answer.status == 409 and _expected(answer) is not None:
-                _resequence(conversation, batches, _expected(answer) or 0)
-            elif answer.status == 404:
-                log.warning(
-                    "hermes-memory: service session %s is gone; opening it again",
-                    state.service_id,
-                )
-                state.service_id = None
-                state.acked = 0
-                _open_session(settings, conversation)
-            elif _refused_field(answer, "sequence", "defer"):
-                raise Away(
-                    "the service does not know the fields this plugin sends (sequence, defer): "
-                    f"upgrade it ({answer.detail()})"
-                )
-            elif count > 1:
-                single = True  # find the one batch it refuses
-                continue
-            else:
-                _reject(conversation, batches[0], batches[1:], answer)
-            batches = conversation.pending()
-    except Away as away:
-        _away(settings, state, str(away), now)
-        return False
-    _back(state)
-    conversation.drop_delivered()
-    return True
-
-
-def _merge(batches: list[Batch]) -> tuple[Batch, int]:
-    """The first batches, as long as they follow each other, as one (at most BATCH_MAX
-    messages; the usage is the newest one)."""
-    messages = list(batches[0].messages)
-    usage = batches[0].usage
-    count = 1
-    for batch in batches[1:]:
-        follows = batch.sequence == batches[count - 1].end
-        if not follows or len(messages) + len(batch.messages) > BATCH_MAX:
-            break
-        messages += batch.messages
-        usage = batch.usage or usage
-        count += 1
-    return Batch(batches[0].sequence, messages, usage), count
-
-
-def _post_batch(settings: Settings, state: State, batch: Batch) -> Answer:
-    body: dict[str, Any] = {"messages": batch.messages, "sequence": batch.sequence, "defer": True}
-    if batch.usage:
-        body["usage"] = batch.usage
-    return call(settings, "POST", f"/sessions/{state.service_id}/messages", body)
-
-
-def _open_session(settings: Settings, conversation: Conversation) -> None:
-    state = conversation.state
-    body: dict[str, Any] = {"external_id": state.external_id, "model": state.model or "hermes"}
-    if state.context_length >= 1024:
-        body["context_window"] = state.context_length
-    if state.system_prompt:
-        body["system_prompt"] = state.system_prompt[: MAX_MESSAGE_BYTES // 4]
-    answer = call(settings, "POST", "/sessions", body)
-    if not answer.ok:  # e.g. a window or prompt the service refuses: the id is what matters
-        log.warning("hermes-memory: opening the session: %s; retrying plainly", answer.detail())
-        answer = call(settings, "POST", "/sessions", {"external_id": state.external_id})
-    if not answer.ok or not isinstance(answer.body, dict) or not answer.body.get("id"):
-        raise Away(f"the service would not open a session: {answer.status} {answer.detail()}")
-    state.service_id = str(answer.body["id"])
-    state.system_prompt = None
-    _counters(state, answer.body)
-    log.info(
-        "hermes-memory: conversation %s is service session %s",
-        state.external_id,
-        state.service_id,
-    )
-
-
-def _refused_field(answer: Answer, *fields: str) -> bool:
-    """A 422 that names one of ``fields``: a service from before them."""
-    errors = answer.body.get("errors") if isinstance(answer.body, dict) else None
-    return answer.status == 422 and any(
-        isinstance(e, dict) and set(fields) & set(str(e.get("loc")).split("."))
-        for e in errors or []
-    )
-
-
-def _expected(answer: Answer) -> int | None:
-    body = answer.body if isinstance(answer.body, dict) else {}
-    value = body.get("expected_sequence")
-    return value if isinstance(value, int) else None
-
-
-def _took(state: State, answer: Answer, batch: Batch) -> None:
-    body = answer.body if isinstance(answer.body, dict) else {}
-    next_sequence = body.get("next_sequence")
-    state.acked = max(
-        state.acked, next_sequence if isinstance(next_sequence, int) else batch.end
-    )
-    for decision in body.get("decisions") or []:
-        if isinstance(decision, dict) and decision.get("action") == "due":
-            state.due = True
-    _counters(state, body.get("session"))
-
-
-def _counters(state: State, session: Any) -> None:
-    counters = session.get("counters") if isinstance(session, dict) else None
-    if isinstance(counters, dict) and isinstance(counters.get("compressions"), int):
-        state.compressions = max(state.compressions, counters["compressions"])
-
-
-def _resequence(conversation: Conversation, batches: list[Batch], expected: int) -> None:
-    """The service expects ``expected`` where the spool goes on at a later number: it lost
-    what it had acknowledged (restored, erased). Number the spool on from what it has."""
-    state = conversation.state
-    shift = expected - batches[0].sequence
-    log.warning(
-        "hermes-memory: service session %s expected message %d, the spool goes on at %d: "
-        "%d message(s) the service had acknowledged are gone there; going on from %d",
-        state.service_id,
-        expected,
-        batches[0].sequence,
-        -shift,
-        expected,
-    )
-    for batch in batches:
-        batch.sequence += shift
-    conversation.rewrite_spool(batches)
-    state.sent += shift
-    state.acked = expected
-
-
-def _reject(
-    conversation: Conversation, batch: Batch, rest: list[Batch], answer: Answer
-) -> None:
-    """A batch the service refuses as it stands (422, 413, a conflict): it would be refused on
-    every retry, so it is set aside in ``rejected.jsonl`` and the spool goes on without it."""
-    state = conversation.state
-    log.error(
-        "hermes-memory: the service refused messages %d-%d (%d): %s; kept in %s",
-        batch.sequence,
-        batch.end - 1,
-        answer.status,
-        answer.detail(),
-        conversation.path / "rejected.jsonl",
-    )
-    with open(conversation.path / "rejected.jsonl", "a", encoding="utf-8") as out:
-        record = {"status": answer.status, "detail": answer.detail(), **batch.__dict__}
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    size = len(batch.messages)
-    for later in rest:
-        later.sequence -= size
-    conversation.rewrite_spool(rest)
-    state.sent -= size
-
-
-def _away(settings: Settings, state: State, reason: str, now: Clock) -> None:
-    state.away_until = now() + settings.retry_seconds
-    if state.away_reason is None:
-        log.warning(
-            "hermes-memory: %s; messages wait in the spool under %s and go when it answers",
-            reason,
-            settings.state_dir,
-        )
-    state.away_reason = reason
-
-
-def _back(state: State) -> None:
-    if state.away_reason is not None:
-        log.warning(
-            "hermes-memory: the service answers again; the spool is delivered "
-            "(service session %s holds %d mirrored messages)",
-            state.service_id,
-            state.acked,
-        )
-    state.away_reason = None
-    state.away_until = 0.0
-    state.compress_away_logged = False
-
-
 def wants_compression(settings: Settings, hermes_id: str, now: Clock = time.time) -> bool:
     """The service said "compress now", or it changed the live context since Hermes's copy."""
     if not settings.configured or not hermes_id:
@@ -454,7 +158,7 @@ def compress(
                 return None
             return _adopt_context(settings, conversation, kept)
         except Away as away:
-            _away(settings, state, str(away), now)
+            mark_away(settings, state, str(away), now)
             return None
 
 
@@ -486,7 +190,7 @@ def _run_compression(
         body["memory_context"] = memory_context[:MEMORY_CONTEXT_MAX]
     path = f"/sessions/{state.service_id}/compress"
     answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
-    if "memory_context" in body and _refused_field(answer, "memory_context"):
+    if "memory_context" in body and refused_field(answer, "memory_context"):
         log.warning("hermes-memory: the service takes no memory_context; compressing without it")
         del body["memory_context"]
         answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
@@ -531,14 +235,14 @@ def _adopt_context(
         result = result[:-kept]
     if not result:
         return None
-    _counters(state, session.body if session.ok else None)
+    read_counters(state, session.body if session.ok else None)
     state.aligned = state.compressions
     state.stale = state.due = False
     if kept:
         state.base = len(result) + kept  # the anchor stays: the last of Hermes's kept messages
         state.recent = [signature(m) for m in result[-RECENT:]] + state.recent[-kept:]
     else:
-        _cursor(state, result)
+        set_cursor(state, result)
     return result
 
 
@@ -598,7 +302,7 @@ def report_model_error(
         try:
             answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
         except Away as away:
-            _away(settings, state, str(away), now)
+            mark_away(settings, state, str(away), now)
             return None
         result = answer.body if isinstance(answer.body, dict) else {}
         log.info(
@@ -608,7 +312,7 @@ def report_model_error(
             result.get("action") or answer.detail(),
         )
         if answer.ok:
-            _counters(state, result.get("session"))
+            read_counters(state, result.get("session"))
             if result.get("action") in ("compressed", "fallback", "reset"):
                 state.stale = True
         return result
