@@ -16,7 +16,8 @@ from compression.agent.stream import streamed_turn
 from compression.agent.turn import TurnResult, run_turn
 from compression.engine.prompt import MEMORY_CONTEXT_MAX_CHARS
 from compression.models import CompressionEvent
-from compression.policy.triggers import enqueue_manual, enqueue_requested
+from compression.policy.recovery import ModelError, enqueue_error, error_attempts, recover
+from compression.policy.triggers import Decision, enqueue_manual, enqueue_requested
 from compression.tasks import result_dict
 from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
@@ -147,38 +148,47 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
             payload.confirm,
             payload.memory_context,
         )
-    if payload.wait:
-        deadline = time.monotonic() + payload.wait_seconds
-        while True:
-            task = fetch(task_id)
-            if task is not None:
-                body: dict[str, Any] = (
-                    dict(task.result or {})
-                    if task.success
-                    else {
-                        # The worker's result is a traceback: it stays in the task record.
-                        "session_id": str(session.pk),
-                        "outcome": "failed",
-                        "error": f"The compression task {task_id} did not finish (the worker "
-                        "stopped or timed out); the server log and the admin's failed tasks "
-                        "have the details.",
-                    }
-                )
-                body["task_id"] = task_id
-                if body.get("outcome") == "running":
-                    raise StateConflict(body.get("error") or "already running")
-                if body.get("needs_confirmation"):
-                    refused = body["passes"][-1]
-                    raise StateConflict(
-                        f"The pre-compact checkpoint failed ({refused['error']}) and "
-                        "compression.checkpoint_required is set, so nothing was changed. Send "
-                        '"confirm": true to compress without the checkpoint.'
-                    )
-                return Status(200, body)
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-    return Status(202, {"session_id": str(session.pk), "outcome": "queued", "task_id": task_id})
+    body = awaited(task_id, session, payload.wait_seconds if payload.wait else None)
+    if body is None:
+        return Status(202, {"session_id": str(session.pk), "outcome": "queued", "task_id": task_id})
+    if body.get("outcome") == "running":
+        raise StateConflict(body.get("error") or "already running")
+    if body.get("needs_confirmation"):
+        refused = body["passes"][-1]
+        raise StateConflict(
+            f"The pre-compact checkpoint failed ({refused['error']}) and "
+            "compression.checkpoint_required is set, so nothing was changed. Send "
+            '"confirm": true to compress without the checkpoint.'
+        )
+    return Status(200, body)
+
+
+def awaited(task_id: str, session: Any, seconds: float | None) -> dict[str, Any] | None:
+    """A compression task's answer once the worker has run it, waiting at most ``seconds``
+    (None: not at all); None if it has not finished by then."""
+    if seconds is None:
+        return None
+    deadline = time.monotonic() + seconds
+    while True:
+        task = fetch(task_id)
+        if task is not None:
+            body: dict[str, Any] = (
+                dict(task.result or {})
+                if task.success
+                else {
+                    # The worker's result is a traceback: it stays in the task record.
+                    "session_id": str(session.pk),
+                    "outcome": "failed",
+                    "error": f"The compression task {task_id} did not finish (the worker "
+                    "stopped or timed out); the server log and the admin's failed tasks "
+                    "have the details.",
+                }
+            )
+            body["task_id"] = task_id
+            return body
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.2)
 
 
 class DecisionOut(Schema):
@@ -281,6 +291,100 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
     recorded = codex.record_notifications(session, payload.notifications)
     session.refresh_from_db()
     return {"recorded": recorded, "compressions": session.compressions}
+
+
+class ModelErrorIn(Schema):
+    status: json_int(ge=100, le=599) | None = Field(
+        description="The HTTP status the model answered the gateway's call (null: an error "
+        "without one, such as one inside a stream)."
+    )
+    message: Annotated[str, Field(max_length=20_000)] = Field(
+        description="The error's message, as the model's API gave it."
+    )
+    code: Annotated[str, Field(max_length=200)] | None = Field(
+        None, description="The API's error code (`context_length_exceeded`...), if any."
+    )
+    type: Annotated[str, Field(max_length=200)] | None = Field(
+        None, description="The API's error type (`invalid_request_error`...), if any."
+    )
+    wait: bool = Field(True, description="Wait for the compression (up to wait_seconds).")
+    wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ModelErrorOut(Schema):
+    kind: str | None = Field(
+        description="What the error means: context_overflow, payload_too_large, "
+        "long_context_rate_limit, output_too_large, or null (nothing compression can help)."
+    )
+    action: str = Field(
+        description="compressed, fallback, ineffective, skipped, failed, locked (the master "
+        "switch), running (another compression holds the session), queued (still in the "
+        "worker after wait_seconds), none (nothing to do) or reset (compression was exhausted: "
+        "the session went back to its last good summary)"
+    )
+    reason: str
+    session: SessionOut = Field(
+        description="The session after it (with in_place: false, the continuation)."
+    )
+    context_window: int = Field(description="Tokens; lowered to 200,000 by a long-context 429.")
+    archived: int | None = Field(None, description="reset: the rows the reset archived.")
+    compression: CompressOut | None = Field(
+        None, description="The compression's result, as POST /compress answers it."
+    )
+
+
+@router.post(
+    "/sessions/{session_id}/model_error",
+    response={200: ModelErrorOut, 202: ModelErrorOut, **ERRORS},
+    auth=WRITE,
+)
+def model_error(request: HttpRequest, session_id: str, payload: ModelErrorIn):
+    """A gateway that calls the model itself reports what the model answered instead of a
+    reply; the service does what `/turn` does with it (SPEC T4, F3). An error that means "too
+    big" compresses at once, ignoring the cooldown (a long-context 429 also lowers the window
+    to 200,000); exhausted compression resets the session to its last good summary; any other
+    error compresses nothing. 202 when the compression is still running in the worker."""
+    session = get_session_for_channel(request.auth, session_id)
+    for name in ("message", "code", "type"):
+        check_text(getattr(payload, name), name)
+    error = ModelError(payload.status, payload.message, payload.code, payload.type)
+    ran: dict[str, Any] = {}
+
+    def in_worker(session: Any, attempt: int) -> Decision:
+        task_id = enqueue_error(session, attempt)
+        body = awaited(task_id, session, payload.wait_seconds if payload.wait else None)
+        if body is None:
+            ran["queued"] = task_id
+            return Decision(
+                CompressionEvent.Trigger.ERROR,
+                "queued",
+                f"the compression runs in the worker (task {task_id}); its result lands in "
+                "the session's events",
+            )
+        ran["body"] = body
+        return Decision(
+            CompressionEvent.Trigger.ERROR,
+            body.get("outcome", "failed"),
+            body.get("reason") or body.get("error") or "",
+        )
+
+    recovered = recover(session, error, attempt=error_attempts(session), compressor=in_worker)
+    decision = recovered.decision
+    body = ran.get("body")
+    if body and body.get("continued_in"):
+        session = get_session_for_channel(request.auth, body["continued_in"])
+    session.refresh_from_db()
+    answer = {
+        "kind": recovered.kind,
+        "action": "reset" if recovered.archived is not None else decision.action,
+        "reason": decision.reason,
+        "session": SessionOut.of(session),
+        "context_window": session.context_window,
+        "archived": recovered.archived,
+        "compression": body,
+    }
+    return Status(202 if "queued" in ran else 200, answer)
 
 
 class ToolsOut(Schema):

@@ -151,6 +151,24 @@ def requested_task(
     return {**body, "trigger": trigger, "reason": decision.reason}
 
 
+@contained(CompressionEvent.Trigger.ERROR)
+def error_task(session_id: str, attempt: int = 0) -> dict[str, Any]:
+    """The compression a gateway's model error calls for (POST /sessions/{id}/model_error),
+    ``attempt`` deep: the error trigger's own run, which ignores cooldown and anti-thrash."""
+    from compression.policy.triggers import run_automatic
+
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    decision = run_automatic(session, CompressionEvent.Trigger.ERROR, first_attempt=attempt)
+    body = (
+        result_dict(decision.result)
+        if decision.result is not None
+        else {"session_id": session_id, "outcome": decision.action}
+    )
+    return {**body, "trigger": CompressionEvent.Trigger.ERROR, "reason": decision.reason}
+
+
 @contained()
 def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     """Proactive pruning for a session a guard holds back (queued by the trigger check)."""

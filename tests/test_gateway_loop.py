@@ -170,3 +170,139 @@ def test_bad_compress_bodies_are_422_naming_the_field(gateway, summariser):
         assert response.status_code == 422, (body, response.content)
         assert named in response.json()["detail"], body
     assert events(sid) == before  # nothing ran, nothing was decided
+
+
+# --- Model errors the gateway's own call got (POST /sessions/{id}/model_error) -------------
+
+
+def report(gateway, sid: str, status: int | None, message: str, **fields):
+    return gateway.post(
+        f"/sessions/{sid}/model_error", {"status": status, "message": message, **fields}
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "code", "kind"),
+    [
+        (413, "Request Entity Too Large", None, "payload_too_large"),
+        (
+            400,
+            "This model's maximum context length is 128000 tokens",
+            "context_length_exceeded",
+            "context_overflow",
+        ),
+        (400, "prompt is too long: 210000 tokens > 200000 maximum", None, "context_overflow"),
+    ],
+)
+def test_a_too_large_error_compresses_at_once_despite_the_cooldown(
+    gateway, summariser, status, message, code, kind
+):
+    sid = mirrored(gateway)
+    later = timezone.now() + timedelta(hours=1)
+    Session.objects.filter(pk=sid).update(cooldown_until=later, thrash_lock_until=later)
+    before = Session.objects.get(pk=sid).live_messages
+    response = report(gateway, sid, status, message, code=code, type="invalid_request_error")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["kind"], body["action"]) == (kind, "compressed")
+    assert body["reason"].startswith(f"{kind} (HTTP {status}): compression compressed")
+    assert body["compression"]["passes"][0]["rows_archived"] > 0
+    assert body["session"]["counters"]["live_messages"] < before
+    (event,) = events(sid, outcome="compressed")
+    assert event.trigger == "error"
+    assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_a_long_context_429_lowers_a_1m_window_to_200k_then_compresses(gateway, summariser):
+    sid = gateway.open(system_prompt="sys", model="claude-sonnet-4", context_window=1_000_000)["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [m for n in range(12) for m in turn(n)]})
+    response = report(gateway, sid, 429, "Rate limit for long context requests exceeded")
+    body = response.json()
+    assert (body["kind"], body["action"]) == ("long_context_rate_limit", "compressed")
+    assert body["context_window"] == body["session"]["context_window"] == 200_000
+    assert body["session"]["context_window_source"] == "lowered"
+
+
+def test_an_error_compression_cannot_help_compresses_nothing_and_says_why(gateway, summariser):
+    sid = mirrored(gateway)
+    before = Session.objects.get(pk=sid)
+    for status, message in [(429, "Rate limit reached for requests"), (500, "upstream exploded")]:
+        body = report(gateway, sid, status, message).json()
+        assert (body["kind"], body["action"], body["compression"]) == (None, "none", None)
+        assert f"model error (HTTP {status}) that compression cannot help" in body["reason"]
+        assert message in body["reason"]
+        assert body["context_window"] == before.context_window
+    assert summariser.requests == []
+    assert Session.objects.get(pk=sid).live_messages == before.live_messages
+    skipped = events(sid, trigger="error", outcome="skipped")
+    assert [e.reason.split(":")[0] for e in skipped] == [
+        "model error (HTTP 429) that compression cannot help",
+        "model error (HTTP 500) that compression cannot help",
+    ]
+
+
+def test_an_exhausted_session_is_reset_to_its_last_good_summary_and_the_answer_says_so(
+    gateway, summariser
+):
+    sid = mirrored(gateway)
+    gateway.post(f"/sessions/{sid}/compress")  # a good (model-written) summary
+    good = Session.objects.get(pk=sid).messages.get(is_summary=True, active=True)
+    batch = [m for n in range(50, 53) for m in turn(n)]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": batch})
+    Session.objects.filter(pk=sid).update(failure_streak=3)  # exhaustion_failure_limit
+    after = good.session.messages.filter(active=True, position__gt=good.position).count()
+    assert after > len(batch)  # the summary's tail, then the new turns
+    body = report(gateway, sid, 413, "too large").json()
+    assert body["action"] == "reset" and body["archived"] == after
+    assert "compression exhausted after 3 failures" in body["reason"]
+    assert body["session"]["guard"]["failure_streak"] == 0
+    (reset,) = events(sid, trigger="exhaustion")
+    assert reset.outcome == "reset"
+    live = list(Session.objects.get(pk=sid).messages.filter(active=True).order_by("position"))
+    assert live[-1] == good
+    assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_repeated_reports_of_one_call_stop_at_max_attempts_until_the_next_append(
+    gateway, summariser, hermes_config
+):
+    hermes_config(
+        auxiliary={"compression": {"model": "summary", "base_url": summariser.base_url}},
+        compression={"max_attempts": 1},
+    )
+    sid = mirrored(gateway)
+    assert report(gateway, sid, 413, "too large").json()["action"] == "compressed"
+    again = report(gateway, sid, 413, "too large").json()
+    assert again["action"] == "none"
+    assert "already compressed 1 time(s) for errors" in again["reason"]
+    # The call went through at last and its messages were appended: a new call, new attempts.
+    gateway.post(
+        f"/sessions/{sid}/messages", {"messages": [m for n in range(20, 30) for m in turn(n)]}
+    )
+    assert report(gateway, sid, 413, "too large").json()["action"] == "compressed"
+
+
+def test_a_model_error_compression_that_cannot_wait_is_202_queued(gateway, summariser):
+    sid = mirrored(gateway)
+    response = report(gateway, sid, 413, "too large", wait=False)
+    assert response.status_code == 202
+    assert response.json()["action"] == "queued" and "worker" in response.json()["reason"]
+
+
+def test_bad_model_error_bodies_are_422_naming_the_field(gateway, summariser):
+    sid = mirrored(gateway, turns=2)
+    before = events(sid)
+    for body, named in [
+        ({"message": "too large"}, "status"),
+        ({"status": "413", "message": "too large"}, "status"),
+        ({"status": 99, "message": "too large"}, "status"),
+        ({"status": 413}, "message"),
+        ({"status": 413, "message": "a\x00b"}, "message"),
+        ({"status": 413, "message": "x", "code": 5}, "code"),
+        ({"status": 413, "message": "x", "wait_seconds": -1}, "wait_seconds"),
+        ({"status": 413, "message": "x", "retry": True}, "retry"),
+    ]:
+        response = gateway.post(f"/sessions/{sid}/model_error", body)
+        assert response.status_code == 422, (body, response.content)
+        assert named in response.json()["detail"], body
+    assert events(sid) == before

@@ -32,13 +32,9 @@ from compression.agent.chat import (
 from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
 from compression.paths import server_compaction
-from compression.policy import guards, plugins
+from compression.policy import plugins
 from compression.policy.hygiene import hygiene
-from compression.policy.recovery import (
-    classify_error,
-    lower_window_for_long_context,
-    reset_after_exhaustion,
-)
+from compression.policy.recovery import ModelError, recover
 from compression.policy.threshold import server_compact_threshold, server_compaction_applies
 from compression.policy.triggers import Decision, decide, run_automatic
 from hermes_site.config import ChatModelConfig, get_config
@@ -206,16 +202,9 @@ def turn_steps(
     # Bad input is refused before anything acts on the session (reset, hygiene compression).
     validate_message(normalize_message(user))
     config = get_config().compression
-    if guards.exhausted(session):
-        archived = reset_after_exhaustion(session)
-        result.decisions.append(
-            Decision(
-                Trigger.HYGIENE,
-                "exhausted",
-                f"compression exhausted after {config.exhaustion_failure_limit} failures: session "
-                f"reset to its last good summary ({archived} rows archived)",
-            )
-        )
+    reset = recover(session).decision  # F3: exhaustion resets to the last good summary
+    if reset is not None:
+        result.decisions.append(reset)
     step = hygiene(session, hold=config.hygiene_max_turn_hold_seconds)
     result.decisions.append(step)
     session = _follow(session, step)
@@ -248,16 +237,21 @@ def turn_steps(
                 )
             break
         except _ChatError as error:
-            kind = classify_error(error.status, error.message, error.code)
-            if kind is None or attempts >= config.max_attempts:
+            # T4: an error that means "too big" compresses at once, each retry deeper (a
+            # smaller protected tail) than the one before, up to max_attempts.
+            recovered = recover(
+                session,
+                ModelError(error.status, error.message, error.code),
+                attempt=attempts,
+                exhaustion=False,
+            )
+            step = recovered.decision
+            if recovered.kind is None or step.action == "none":
                 raise ChatFailed(
                     f"The chat model answered {error.status}: {error.message} "
                     "(your message is stored)"
                 ) from None
-            if kind == "long_context_rate_limit":
-                lower_window_for_long_context(session)
-            # Each retry compresses deeper (a smaller protected tail) than the one before.
-            step = run_automatic(session, Trigger.ERROR, first_attempt=attempts)
+            kind = recovered.kind
             if step.action == "running":
                 # Another compression holds the session (a hygiene compression still running,
                 # say): wait for it to finish, without using an attempt, then call the model
@@ -267,7 +261,6 @@ def turn_steps(
                 session.refresh_from_db()
                 continue
             attempts += 1
-            step.reason = f"{kind} (HTTP {error.status}): {step.reason}"
             result.decisions.append(step)
             session = _follow(session, step)
             result.session = session
