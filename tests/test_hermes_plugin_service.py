@@ -244,3 +244,29 @@ def test_a_batch_the_service_refuses_is_set_aside_and_the_rest_still_arrives_in_
     (line,) = rejected.read_text(encoding="utf-8").splitlines()
     assert '"status": 409' in line and "call_nobody" in line
     assert any("the service refused messages 2-3 (409)" in r.message for r in caplog.records)
+
+
+def test_when_the_service_continues_a_compressed_session_in_a_new_one_the_mirror_follows(
+    tmp_path, service, hermes_config, summariser
+):
+    url, key = service
+    hermes_config(
+        auxiliary={"compression": {"model": "loopback", "base_url": summariser.base_url}},
+        compression={"in_place": False, "protect_first_n": 2, "protect_last_n": 4},
+        server={"allowed_hosts": ["localhost", "127.0.0.1", "testserver"]},
+    )
+    plugin = config(tmp_path, url, key)
+    history: list[dict] = []
+    for n in range(6):
+        history += turn(n)
+    first = sync.mirror(plugin, "h1", history, model="gpt-4o").service_id
+    compressed = sync.compress(plugin, "h1", history, force=True)
+    assert compressed is not None
+    state = sync.mirror(plugin, "h1", [*compressed, *turn(6)])
+    continuation = Session.objects.get(external_id="h1")
+    assert state.service_id == str(continuation.pk) != first
+    assert continuation.parent_id is not None and str(continuation.parent_id) == first
+    assert state.acked == state.sent == continuation.next_sequence == len(history) + 2
+    live = Message.objects.filter(session=continuation, active=True).order_by("position")
+    assert [m.content for m in live][-2:] == [m["content"] for m in turn(6)]
+

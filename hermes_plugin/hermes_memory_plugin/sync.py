@@ -196,6 +196,7 @@ def _run_compression(
         answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
     state.due = False
     result = answer.body if isinstance(answer.body, dict) else {}
+    _follow(state, result.get("continued_in"))
     outcome = result.get("outcome")
     log.info(
         "hermes-memory: %s compression of service session %s: %s %s",
@@ -312,10 +313,22 @@ def report_model_error(
             result.get("action") or answer.detail(),
         )
         if answer.ok:
-            read_counters(state, result.get("session"))
+            session = result.get("session") if isinstance(result.get("session"), dict) else {}
+            _follow(state, session.get("id"))
+            read_counters(state, session)
             if result.get("action") in ("compressed", "fallback", "reset"):
                 state.stale = True
         return result
+
+
+def _follow(state: State, session_id: Any) -> None:
+    """The service's ``in_place: false`` continues a compressed session in a new one (which
+    takes over the ``external_id`` and the sequence count): mirror into that from now on."""
+    if isinstance(session_id, str) and session_id and session_id != state.service_id:
+        log.info(
+            "hermes-memory: service session %s continues in %s", state.service_id, session_id
+        )
+        state.service_id = session_id
 
 
 def _error(text: str) -> str:
