@@ -250,3 +250,14 @@ def test_consecutive_spooled_batches_go_out_as_one_request_with_the_newest_usage
         {"prompt_tokens": 7},
         3,
     )
+
+
+def test_only_a_prefix_of_the_mirrored_list_is_a_partial_compression_not_an_undo(tmp_path):
+    places = store.Store(tmp_path)
+    with places.open("h1") as conversation:
+        cursor.take(conversation, _history(8))
+        state = conversation.state
+        assert cursor.held_back(state, _history(8)[:-2]) == 2  # /compress here: 2 kept
+        assert cursor.held_back(state, _history(8)) == 0
+        undone = [*_history(6), {"role": "user", "content": "something else"}]
+        assert cursor.held_back(state, undone) == 0

@@ -74,9 +74,13 @@ def held_back(state: State, messages: list[Any]) -> int:
     """How many mirrored messages follow ``messages`` when it is only the older part of
     Hermes's list (the gateway's ``/compress here N`` summarises the head and keeps the last N
     turns as they are): 0 for the whole list."""
-    if state.base <= len(messages) or state.anchor is None or not messages:
+    kept = state.base - len(messages)
+    if kept <= 0 or state.anchor is None or not messages or kept >= len(state.recent):
         return 0
-    return 0 if _find_anchor(state, messages) is not None else state.base - len(messages)
+    if _find_anchor(state, messages) is not None:
+        return 0
+    # Its last message is the one mirrored ``kept`` before the last (not so after an undo).
+    return kept if state.recent[-1 - kept] == signature(messages[-1]) else 0
 
 
 def take(conversation: Conversation, history: list[Any]) -> Batch | None:
