@@ -16,7 +16,14 @@ import time
 import pytest
 
 from compression.testing.fake_model import Fail, FakeModelServer, Respond
-from tests.hermes_peer import HermesACP, HermesGateway, HermesHome, needs_hermes, text_of
+from tests.hermes_peer import (
+    HermesACP,
+    HermesGateway,
+    HermesHome,
+    HermesTUI,
+    needs_hermes,
+    text_of,
+)
 from tests.plugin_support import LiveService, PluginAgent, install_plugin
 from tests.processes import isolated_env
 
@@ -304,3 +311,26 @@ def test_each_hermes_chat_process_goes_on_where_the_last_one_stopped_across_a_ro
     assert session["next_sequence"] == len([r for r in rows if r["role"] != "system"])
     after = next(r for r in agent.requests if text_of(r["messages"][-1]).startswith("step 5"))
     assert any(MARKER.search(text_of(m)) for m in after["messages"])
+
+
+def test_compress_with_a_focus_from_hermes_tui_is_a_manual_compression_with_that_focus(
+    tmp_path, live
+):
+    service, model, agent = live
+    home = home_for(tmp_path, service, model, in_place=True)
+    with HermesTUI(home, extra_env={"HERMES_MEMORY_KEY": service.key}) as tui:
+        tui.create_session()
+        for n in range(8):
+            tui.prompt(f"step {n}: {FILLER}; run `echo step-{n}-done`")
+        result = tui.compress("the shelving of line 7")
+        before = len(agent.requests)
+        tui.prompt("and what now?")
+    assert result.get("status") != "error", result
+    session = service_session(service, tui.stored_session_id)
+    assert session["counters"]["compressions"] == 1
+    (summary,) = agent.service_summaries
+    assert "Focus: keep the most detail about: the shelving of line 7" in text_of(
+        summary["messages"][-1]
+    )
+    (next_request,) = agent.requests[before:]
+    assert any(MARKER.search(text_of(m)) for m in next_request["messages"])
