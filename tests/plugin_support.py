@@ -105,6 +105,10 @@ class LiveService:
         stop_all(self._processes)
         self._processes = []
 
+    @property
+    def running(self) -> bool:
+        return bool(self._processes)
+
     def get(self, path: str, timeout: float = 60):
         return call("GET", self.api + path, self.key, timeout=timeout)
 

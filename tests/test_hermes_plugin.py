@@ -59,29 +59,36 @@ class FactMemory(MemoryProvider):
 FILLER = " ".join(f"inventory line {i} is checked and shelved" for i in range(30))
 
 
-@pytest.fixture
-def plugin_installed():
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """The service and the loopback model, once for the module (each test has conversations
+    of its own): starting ``manage.py serve`` takes about ten seconds."""
     reason = install_plugin()
     if reason:
         pytest.skip(reason)
-
-
-@pytest.fixture
-def live(tmp_path, plugin_installed):
-    agent = PluginAgent(prompt_tokens=lambda body: TOKENS_PER_MESSAGE * len(body["messages"]))
     with FakeModelServer() as model:
-        model.script.default = agent.behaviour()
         sections = (
             f"auxiliary:\n  compression:\n    model: loopback-summary\n"
             f"    base_url: {model.base_url}\n{SERVICE_CONFIG}"
         )
-        with isolated_env(tmp_path, sections=sections) as env:
+        with isolated_env(tmp_path_factory.mktemp("service"), sections=sections) as env:
             service = LiveService(env)
             service.start()
             try:
-                yield service, model, agent
+                yield service, model
             finally:
                 service.stop()
+
+
+@pytest.fixture
+def live(deployed):
+    """The service (started again if a test left it stopped) and a fresh model script."""
+    service, model = deployed
+    if not service.running:
+        service.start()
+    agent = PluginAgent(prompt_tokens=lambda body: TOKENS_PER_MESSAGE * len(body["messages"]))
+    model.script.default = agent.behaviour()
+    return service, model, agent
 
 
 def home_for(
