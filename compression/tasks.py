@@ -106,14 +106,17 @@ def compress_task(
 @contained()
 def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     """An automatic trigger's compression, re-checking the guards when it runs."""
-    from compression.policy.triggers import run_automatic, still_needed
+    from compression.policy.triggers import compress_to_limit, run_automatic, still_needed
 
     # Started: the next append over the threshold may queue another.
     Session.objects.filter(pk=session_id).update(auto_queued_at=None)
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
-    decision = still_needed(session, trigger) or run_automatic(session, trigger)
+    if trigger == CompressionEvent.Trigger.HYGIENE:  # queued by the hard message limit
+        decision = compress_to_limit(session)
+    else:
+        decision = still_needed(session, trigger) or run_automatic(session, trigger)
     if decision.result is not None:
         return result_dict(decision.result)
     return {"session_id": session_id, "outcome": decision.action, "error": decision.reason}

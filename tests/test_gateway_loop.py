@@ -12,7 +12,9 @@ import pytest
 from django.utils import timezone
 
 from compression.models import CompressionEvent
+from compression.policy import guards
 from compression.testing.fake_model import FakeModelServer, Reply
+from sessions_app import services
 from sessions_app.models import Session
 from tests.test_compression import assert_consistent, turn
 
@@ -306,3 +308,143 @@ def test_bad_model_error_bodies_are_422_naming_the_field(gateway, summariser):
         assert response.status_code == 422, (body, response.content)
         assert named in response.json()["detail"], body
     assert events(sid) == before
+
+
+# --- The hard message limit on POST /messages (T2, G1) --------------------------------------
+
+
+def agent_run(n: int, start: int = 0) -> list[dict]:
+    """An agent's run of tool calls and results with no user message between them."""
+    rows: list[dict] = []
+    for k in range(start, start + n // 2):
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        rows.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        rows.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"ok {k}"})
+    return rows
+
+
+def long_agent_session(gateway, tool_rows: int) -> str:
+    """A chat, then the user's one request, then an agent's long run: every row after that
+    request is what the tail would keep to hold the latest user message."""
+    sid = gateway.open(system_prompt="sys")["id"]
+    session = Session.objects.get(pk=sid)
+    chat = [m for n in range(10) for m in turn(n)]
+    services.append_messages(
+        session, [*chat, {"role": "user", "content": "do the long job"}], run_hooks=False
+    )
+    for start in range(0, tool_rows, 1_000):
+        services.append_messages(session, agent_run(1_000, start // 2), run_hooks=False)
+    return sid
+
+
+def test_an_append_at_the_hard_limit_queues_a_compression_that_brings_the_session_under_it(
+    gateway, django_capture_on_commit_callbacks
+):
+    sid = long_agent_session(gateway, 6_000)
+    later = timezone.now() + timedelta(hours=1)
+    Session.objects.filter(pk=sid).update(cooldown_until=later, thrash_lock_until=later)
+    before = Session.objects.get(pk=sid)
+    assert before.live_messages > 5_000  # the default hard limit
+    with django_capture_on_commit_callbacks(execute=True):
+        response = gateway.post(
+            f"/sessions/{sid}/messages", {"messages": agent_run(2, 9_000), "defer": True}
+        )
+    assert response.status_code == 201
+    (decision,) = response.json()["decisions"]  # queued, though the client said defer
+    assert (decision["trigger"], decision["action"]) == ("hygiene", "queued")
+    assert "at or over the hard limit 5,000" in decision["reason"]
+    session = Session.objects.get(pk=sid)
+    assert session.live_messages < 5_000
+    runs = events(sid, trigger="hygiene", outcome__in=["compressed", "fallback"])
+    assert len(runs) == 1  # one compression, one pass
+    # The user's request, thousands of rows back, is summarised (still searchable), not kept
+    # as tail: keeping it would have kept the whole run live.
+    request = session.messages.get(content="do the long job")
+    assert request.kind == "archived"
+    assert not events(sid, trigger="hygiene", outcome="failed")
+    assert_consistent(session)
+
+
+def test_mirroring_small_messages_never_leaves_the_session_over_the_hard_limit(
+    gateway, hermes_config, django_capture_on_commit_callbacks
+):
+    # The mechanism at a small scale: 2,000 short messages mirrored 50 at a time against a
+    # limit of 200 (the issue's 50,000 against 5,000 stayed at 27,025: the token threshold alone
+    # fired, and anti-thrash then held it).
+    hermes_config(compression={"hygiene_hard_message_limit": 200})
+    sid = gateway.open(system_prompt="sys")["id"]
+    highest, locked = 0, 0
+    for start in range(0, 2_000, 50):
+        batch = [
+            {"role": "user" if n % 2 == 0 else "assistant", "content": "ok"}
+            for n in range(start, start + 50)
+        ]
+        with django_capture_on_commit_callbacks(execute=True):
+            gateway.post(f"/sessions/{sid}/messages", {"messages": batch})
+        session = Session.objects.get(pk=sid)
+        highest = max(highest, session.live_messages)
+        locked += guards.held(session) is not None
+    assert highest < 200
+    runs = events(sid, trigger="hygiene", outcome__in=["compressed", "fallback"], attempt=1)
+    assert len(runs) > 5  # more than anti-thrash lets automatic triggers run in ten minutes...
+    assert locked  # ...and it did lock them, between compressions
+    assert_consistent(Session.objects.get(pk=sid))
+
+
+def test_the_master_switch_and_the_hygiene_cooldown_hold_the_hard_limit_back(
+    gateway, hermes_config, django_capture_on_commit_callbacks
+):
+    hermes_config(compression={"hygiene_hard_message_limit": 40, "enabled": False})
+    sid = mirrored(gateway)  # 49 live messages
+    with django_capture_on_commit_callbacks() as queued:
+        body = gateway.post(f"/sessions/{sid}/messages", {"messages": turn(40)}).json()
+    assert queued == []
+    hard, threshold = body["decisions"]
+    assert hard["action"] == "locked" and "compression.enabled: false" in hard["reason"]
+    assert threshold["trigger"] == "threshold_pre"  # the token check still ran and said why
+
+    hermes_config(compression={"hygiene_hard_message_limit": 40})
+    CompressionEvent.objects.create(session_id=sid, trigger="hygiene", outcome="failed")
+    with django_capture_on_commit_callbacks() as queued:
+        body = gateway.post(f"/sessions/{sid}/messages", {"messages": turn(41)}).json()
+    assert queued == []
+    assert body["decisions"][0]["action"] == "locked"
+    assert "hygiene cooldown after a failed hygiene compression" in body["decisions"][0]["reason"]
+
+
+def test_a_hard_limit_compression_that_cannot_get_under_starts_the_hygiene_cooldown(
+    gateway, hermes_config, django_capture_on_commit_callbacks
+):
+    hermes_config(compression={"hygiene_hard_message_limit": 50})
+    sid = mirrored(gateway)  # 49 live messages
+    # Pinned rows stay live whatever is compressed around them: 45 of them keep it over 50.
+    Session.objects.get(pk=sid).messages.filter(position__lt=45).update(pinned=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = gateway.post(f"/sessions/{sid}/messages", {"messages": turn(40)}).json()
+    assert body["decisions"][0]["action"] == "queued"
+    (failed,) = events(sid, trigger="hygiene", outcome="failed")
+    assert failed.reason.startswith("hard-limit compression did not bring the session under")
+    with django_capture_on_commit_callbacks() as queued:
+        body = gateway.post(f"/sessions/{sid}/messages", {"messages": turn(41)}).json()
+    assert queued == [] and "hygiene cooldown" in body["decisions"][0]["reason"]
+
+
+def test_a_hard_limit_compression_goes_on_in_deeper_passes_until_under_the_limit(
+    gateway, hermes_config, django_capture_on_commit_callbacks
+):
+    hermes_config(compression={"hygiene_hard_message_limit": 50})
+    sid = gateway.open(system_prompt="sys")["id"]
+    session = Session.objects.get(pk=sid)
+    services.append_messages(session, [m for n in range(20) for m in turn(n)], run_hooks=False)
+    # 32 pinned rows (eight whole turns) in the middle: the first pass, with its 20-row tail,
+    # leaves 4 + 1 + 32 + 20 = 57; the second, with a tail of 10, gets under 50.
+    session.messages.filter(position__gte=13, position__lt=45).update(pinned=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = gateway.post(f"/sessions/{sid}/messages", {"messages": turn(20)}).json()
+    assert body["decisions"][0]["action"] == "queued"
+    passes = events(sid, trigger="hygiene", outcome__in=["compressed", "fallback"])
+    assert [p.attempt for p in passes] == [1, 2]
+    assert passes[0].messages_after >= 50 > passes[1].messages_after
+    assert Session.objects.get(pk=sid).live_messages < 50
+    assert not events(sid, trigger="hygiene", outcome="failed")
+    assert_consistent(Session.objects.get(pk=sid))

@@ -39,6 +39,7 @@ ROUTE_SCOPES = {
     ("POST", "/sessions/{session_id}/reset"): "operate",
     ("POST", "/sessions/{session_id}/compress"): "operate",
     ("POST", "/sessions/{session_id}/turn"): "write",
+    ("POST", "/sessions/{session_id}/model_error"): "write",
     ("POST", "/sessions/{session_id}/codex/notifications"): "write",
     ("GET", "/search"): "read",
     ("GET", "/tools"): "read",

@@ -399,9 +399,10 @@ def _preflight(session: Session, result: TurnResult) -> Session:
         context = live_context(session)
         estimate = tokens.count_request(context, session.model)
         asked = plugins.requests(session, context)
+        over = session.live_messages > window
         if asked:
             decision = decide(session, Trigger.PLUGIN, estimate, force_reason="; ".join(asked))
-        elif session.live_messages > window:
+        elif over:
             why = (
                 f"{session.live_messages:,} live messages exceed the compressible window of "
                 f"{window:,} (compression.hygiene_hard_message_limit)"
@@ -412,7 +413,12 @@ def _preflight(session: Session, result: TurnResult) -> Session:
         result.decisions.append(decision)
         if decision.action != "compress":
             break
-        step = run_automatic(session, decision.trigger, first_attempt=attempt)
+        step = run_automatic(
+            session,
+            decision.trigger,
+            first_attempt=attempt,
+            message_limit=window if over else None,
+        )
         result.decisions.append(step)
         session = _follow(session, step)
         if step.action not in ("compressed", "fallback"):

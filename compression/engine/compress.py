@@ -52,6 +52,7 @@ class PassResult:
     summary: Message | None = None
     model_failed: bool = False
     needs_confirmation: bool = False  # a manual pass the pre-compact checkpoint stopped
+    rows_left: int | None = None  # a pass that wrote: the live rows it left (head to tail)
 
 
 @dataclass
@@ -120,6 +121,7 @@ def compress(
     first_attempt: int = 0,
     confirmed: bool = False,
     memory_context: str | None = None,
+    message_limit: int | None = None,
 ) -> CompressionResult:
     """Compress ``session`` now; raises AlreadyRunning if another compression holds it.
 
@@ -127,6 +129,9 @@ def compress(
     (up to ``max_attempts``) while the live tokens stay over the session's threshold.
     ``confirmed``: a manual compression goes on when the pre-compact checkpoint fails.
     ``memory_context``: the client's memory providers' text, for the summariser's prompt.
+    ``message_limit`` (the hard message limit, T2): the protected tail holds at most half of
+    it, so that one pass can bring the session under it, and passes also go on (up to
+    ``max_attempts``) while a pass leaves that many live rows or more.
     """
     config = get_config().compression
     timeouts = (
@@ -183,6 +188,7 @@ def compress(
                 attempt_no=len(result.passes) + 1,
                 confirmed=confirmed,
                 memory_context=memory_context,
+                max_tail=None if message_limit is None else message_limit // 2,
             )
             result.passes.append(outcome)
             # After one failed model call, further passes of this run summarise locally: one
@@ -191,6 +197,8 @@ def compress(
             session.refresh_from_db()
             if outcome.outcome not in CompressionEvent.WROTE:
                 break
+            if message_limit is not None and (outcome.rows_left or 0) >= message_limit:
+                continue  # still over the hard message limit: a deeper pass
             if target is None or session.live_tokens <= target:
                 break
         if not config.in_place and result.outcome in CompressionEvent.WROTE:
@@ -220,6 +228,7 @@ def _one_pass(
     attempt_no: int = 1,
     confirmed: bool = False,
     memory_context: str | None = None,
+    max_tail: int | None = None,
 ) -> PassResult:
     """One compression. A repeated pass (``attempt`` > 0) halves the protected tail each time,
     down to a floor: compressing the same selection again would only re-summarise the summary."""
@@ -227,7 +236,7 @@ def _one_pass(
     started = time.monotonic()
     session.refresh_from_db()
     live = live_rows(session)
-    full = select_live(live, config, session.context_window, attempt)
+    full = select_live(live, config, session.context_window, attempt, max_tail)
     if around is not None:
         selection = select_around(
             live, around, LOCAL_RADIUS, len(full.head), len(live) - len(full.tail)
@@ -261,6 +270,8 @@ def _one_pass(
         memory_context,
     )
     checkpoint.settle(gate, passed.event)
+    if passed.outcome in CompressionEvent.WROTE:
+        passed.rows_left = len(selection.head) + 1 + len(selection.pinned) + len(selection.tail)
     return passed
 
 

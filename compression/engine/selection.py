@@ -125,10 +125,14 @@ def select(
     protect_last_n: int,
     min_tail_user_messages: int,
     tail_budget_tokens: int | None = None,
+    max_tail: int | None = None,
 ) -> Selection:
     """``tail_budget_tokens`` None: the tail is the last ``protect_last_n`` messages (the
     seed); else Hermes's lean tail for that many tokens. Either way grown back to whole tool
-    groups and to ``min_tail_user_messages`` real user messages."""
+    groups and to ``min_tail_user_messages`` real user messages -- unless that would make it
+    longer than ``max_tail`` messages (the hard message limit's compression: an agent's run of
+    thousands of tool calls after one user message would otherwise all be tail, and nothing
+    could ever bring the session under the limit); the user's message is then summarised."""
     rows = list(live)
     head_end = 0
     if rows and rows[0].role == Message.Role.SYSTEM and not rows[0].is_summary:
@@ -149,6 +153,7 @@ def select(
         tail_start = max(head_end, len(rows) - protect_last_n)
     else:
         tail_start = max(head_end, _lean_start(rows, head_end, tail_budget_tokens, protect_last_n))
+    seed = tail_start
     users = sum(1 for m in rows[tail_start:] if _is_real_user(m))
     # Grow back to the real user messages there are after the head, no further: in an agent's
     # run of tool calls the only user message is often in the head, and walking back to the
@@ -162,6 +167,9 @@ def select(
         if _is_real_user(rows[tail_start]):
             users += 1
     tail_start = max(head_end, _align_tail_start(rows, tail_start))
+    if max_tail is not None and len(rows) - tail_start > max_tail:
+        tail_start = max(head_end, seed, len(rows) - max_tail)
+        tail_start = max(head_end, _align_tail_start(rows, tail_start))
 
     middle = rows[head_end:tail_start]
     return unpin(

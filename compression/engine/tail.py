@@ -36,9 +36,14 @@ def lean_budget(context_window: int, attempt: int = 0) -> int:
 
 
 def select_live(
-    live: list[Message], config: CompressionConfig, context_window: int, attempt: int = 0
+    live: list[Message],
+    config: CompressionConfig,
+    context_window: int,
+    attempt: int = 0,
+    max_tail: int | None = None,
 ) -> Selection:
-    """Head, middle and tail of ``live`` under the configured tail mode, for pass ``attempt``."""
+    """Head, middle and tail of ``live`` under the configured tail mode, for pass ``attempt``
+    (``max_tail``: at most that many messages of tail, see ``selection.select``)."""
     users = config.min_tail_user_messages
     if attempt:
         users = max(1, users)  # deeper passes keep the latest intent whatever the setting says
@@ -50,4 +55,5 @@ def select_live(
         tail_budget_tokens=lean_budget(context_window, attempt)
         if config.tail_mode == "lean"
         else None,
+        max_tail=max_tail,
     )

@@ -71,6 +71,22 @@ def held(session: Session, now: datetime | None = None) -> str | None:
     return None
 
 
+def hygiene_cooldown(session: Session) -> str | None:
+    """G2: a hygiene compression failed (or left the session over its limits) within
+    ``hygiene_failure_cooldown_seconds``, so the hard message limit does not force another one
+    yet; the reason, or None."""
+    since = timezone.now() - timedelta(
+        seconds=get_config().compression.hygiene_failure_cooldown_seconds
+    )
+    failed = CompressionEvent.objects.filter(
+        session=session,
+        trigger=Trigger.HYGIENE,
+        outcome=CompressionEvent.Outcome.FAILED,
+        created_at__gte=since,
+    ).exists()
+    return "hygiene cooldown after a failed hygiene compression" if failed else None
+
+
 def exhausted(session: Session) -> bool:
     return session.failure_streak >= get_config().compression.exhaustion_failure_limit
 

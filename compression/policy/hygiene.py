@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.db import connection, connections
@@ -63,14 +62,10 @@ def hygiene(session: Session, *, hold: float | None = None) -> Decision:
         record_decision(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
         return Decision(Trigger.HYGIENE, "skip", reason)
     tokens = max(session.live_tokens, session.last_prompt_tokens or 0)
-    since = timezone.now() - timedelta(seconds=config.hygiene_failure_cooldown_seconds)
-    recent_failure = CompressionEvent.objects.filter(
-        session=session, trigger=Trigger.HYGIENE, outcome=Outcome.FAILED, created_at__gte=since
-    ).exists()
-    if recent_failure:
-        reason = "hygiene cooldown after a failed hygiene compression"
-        record_decision(session, Trigger.HYGIENE, Outcome.LOCKED, reason)
-        return Decision(Trigger.HYGIENE, "locked", reason)
+    cooldown = guards.hygiene_cooldown(session)
+    if cooldown:
+        record_decision(session, Trigger.HYGIENE, Outcome.LOCKED, cooldown)
+        return Decision(Trigger.HYGIENE, "locked", cooldown)
     # T2: the hard message limit forces compression whatever else holds it back (the death
     # spiral is exactly a session that cooldowns keep from ever shrinking); the master switch
     # and hygiene's own cooldown still apply.
@@ -107,6 +102,7 @@ def _hygiene_compress(session_id: Any, hard: bool, *, wait: float) -> Decision:
             bypass_locks=hard,
             idle_timeout=config.hygiene_timeout_seconds,
             total_timeout=config.hygiene_total_ceiling_seconds,
+            message_limit=config.hygiene_hard_message_limit if hard else None,
         )
     except Exception as exc:
         # Recorded as a failed hygiene compression, so G2's cooldown starts: the next turn

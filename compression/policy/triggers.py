@@ -202,6 +202,78 @@ def current_tokens(session: Session) -> int:
     return max(session.live_tokens, reported)
 
 
+def over_hard_limit(session: Session) -> str | None:
+    """T2/G1: why ``session`` holds too many live messages to go on as it is (at or over
+    ``hygiene_hard_message_limit``), or None. A context that lives elsewhere (a Codex thread)
+    is not measured by our rows."""
+    limit = get_config().compression.hygiene_hard_message_limit
+    if session.live_messages < limit or external_context(session) is not None:
+        return None
+    return (
+        f"{session.live_messages:,} live messages at or over the hard limit {limit:,} "
+        "(compression.hygiene_hard_message_limit)"
+    )
+
+
+def hard_limit_on_append(session: Session) -> Decision | None:
+    """The hard message limit after an append (T2, G1): it queues a compression that bypasses
+    cooldown and anti-thrash -- the death spiral is exactly a session its guards keep from ever
+    shrinking -- whatever the token threshold says, ``defer`` or not. The master switch and
+    hygiene's own cooldown (G2: the last one failed) still hold it back. None: under it."""
+    why = over_hard_limit(session)
+    if why is None:
+        return None
+    block = guards.blocked(session, Trigger.HYGIENE, bypass_locks=True) or guards.hygiene_cooldown(
+        session
+    )
+    if block:
+        record_decision(session, Trigger.HYGIENE, Outcome.LOCKED, f"{why}, but {block}")
+        return Decision(Trigger.HYGIENE, "locked", f"{why}, but {block}")
+    busy = pending(session)
+    if busy is None and enqueue(session, Trigger.HYGIENE):
+        return Decision(Trigger.HYGIENE, "queued", why)
+    if busy is None:  # queued by a concurrent append since this one read the session
+        session.refresh_from_db(fields=["auto_queued_at", "compressing_until"])
+        busy = pending(session) or ("queued", "an automatic compression is queued")
+    reason = f"{why}; {busy[1]}"
+    record_decision(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
+    return Decision(Trigger.HYGIENE, busy[0], reason)
+
+
+def compress_to_limit(session: Session) -> Decision:
+    """The worker's compression for the hard message limit: passes until the session is under
+    it (or a pass makes no progress); left over it, it starts hygiene's cooldown (G2), so the
+    next appends do not repeat it at once."""
+    config = get_config().compression
+    why = over_hard_limit(session)
+    if why is None:
+        reason = (
+            f"no longer needed when the worker ran it: {session.live_messages:,} live messages "
+            f"under the hard limit {config.hygiene_hard_message_limit:,}"
+        )
+        record_decision(session, Trigger.HYGIENE, Outcome.SKIPPED, reason)
+        return Decision(Trigger.HYGIENE, "skip", reason)
+    decision = run_automatic(
+        session,
+        Trigger.HYGIENE,
+        bypass_locks=True,
+        message_limit=config.hygiene_hard_message_limit,
+    )
+    if decision.action == "running":
+        return decision
+    session.refresh_from_db()
+    still = over_hard_limit(session)
+    if still or decision.action not in guards.DONE:
+        record_decision(
+            session,
+            Trigger.HYGIENE,
+            Outcome.FAILED,
+            "hard-limit compression did not bring the session under the limit: "
+            f"{still or decision.reason}",
+        )
+    return decision
+
+
 def still_needed(session: Session, trigger: str) -> Decision | None:
     """A queued automatic compression, when the worker reaches it: a skip (recorded) if the
     session no longer needs it -- an operator or another trigger compressed it meanwhile."""
@@ -232,6 +304,10 @@ def after_append(
     its write, under the lock); ``threshold`` was read before the append took the lock.
     ``defer``: a client that runs its own model loop runs the compression itself (POST
     /compress with ``automatic``); firing answers ``due`` instead of queueing it."""
+    hard = hard_limit_on_append(session)
+    if hard is not None and hard.action != "locked":
+        return [hard]  # the one compression this session gets now
+    ahead = [hard] if hard is not None else []
     prompt = (usage or {}).get("prompt_tokens", (usage or {}).get("input_tokens"))
     if prompt is not None:
         completion = (usage or {}).get("completion_tokens", (usage or {}).get("output_tokens")) or 0
@@ -243,7 +319,7 @@ def after_append(
             # the usage the gateway reports says how big the thread is.
             reason = "a Codex session is measured by the usage its gateway reports; none was sent"
             record_decision(session, trigger, Outcome.SKIPPED, reason, tokens=tokens)
-            return [Decision(trigger, "skip", reason)]
+            return [*ahead, Decision(trigger, "skip", reason)]
     decision = decide(session, trigger, tokens, threshold=threshold)
     if decision.action == "compress":
         busy = pending(session)
@@ -259,7 +335,7 @@ def after_append(
             decision.action = busy[0]
             decision.reason = f"{decision.reason}; {busy[1]}"
             record_decision(session, trigger, Outcome.SKIPPED, decision.reason, tokens=tokens)
-    decisions = [decision]
+    decisions = [*ahead, decision]
     if decision.action not in ("queued", "due") and due.micro_due(session):
         every = get_config().compression.micro_compact_every_n_turns
         _enqueue_task("compression.tasks.micro_task", session, f"micro {session.pk}")
