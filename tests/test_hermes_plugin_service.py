@@ -270,3 +270,32 @@ def test_when_the_service_continues_a_compressed_session_in_a_new_one_the_mirror
     live = Message.objects.filter(session=continuation, active=True).order_by("position")
     assert [m.content for m in live][-2:] == [m["content"] for m in turn(6)]
 
+
+
+def test_a_compression_the_service_ran_on_its_own_is_adopted_not_run_again(
+    tmp_path, service, hermes_config, summariser
+):
+    url, key = service
+    hermes_config(
+        auxiliary={"compression": {"model": "loopback", "base_url": summariser.base_url}},
+        compression={"hygiene_hard_message_limit": 20, "protect_first_n": 2, "protect_last_n": 4},
+        server={"allowed_hosts": ["localhost", "127.0.0.1", "testserver"]},
+    )
+    plugin = config(tmp_path, url, key)
+    history: list[dict] = []
+    for n in range(6):
+        history += turn(n, tool=True)
+    # Past the hard message limit the service compresses whatever the client says (G1); the
+    # plugin hears of it in the answer to its next batch.
+    sync.mirror(plugin, "h1", history, model="gpt-4o")
+    history += turn(6)
+    state = sync.mirror(plugin, "h1", history)
+    assert state.compressions >= 1
+    assert sync.wants_compression(plugin, "h1")
+    requests = len(summariser.requests)
+
+    adopted = sync.compress(plugin, "h1", history)
+    assert adopted is not None and any("[Originals #" in (m["content"] or "") for m in adopted)
+    assert len(summariser.requests) == requests  # nothing compressed a second time
+    assert Session.objects.get(external_id="h1").compressions == 1
+    assert not sync.wants_compression(plugin, "h1")
