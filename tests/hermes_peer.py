@@ -165,7 +165,8 @@ class ChatResult:
 class HermesHome:
     """A ``HERMES_HOME`` of its own: ``config.yaml`` points Hermes at ``base_url`` with the
     model's context length, and ``config`` (merged over the defaults here) adds anything else,
-    e.g. ``{"compression": {"in_place": False}}``."""
+    e.g. ``{"compression": {"in_place": False}}``. ``python_path``: folders every Hermes process
+    of this home imports from first (``PYTHONPATH``), e.g. where a plugin was installed."""
 
     def __init__(
         self,
@@ -174,7 +175,9 @@ class HermesHome:
         *,
         context_length: int = 200_000,
         config: dict[str, Any] | None = None,
+        python_path: list[Path] | None = None,
     ) -> None:
+        self.python_path = [str(p) for p in python_path or ()]
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         settings: dict[str, Any] = {
@@ -245,6 +248,8 @@ class HermesHome:
                 "PATH": f"{HERMES.parent}:{os.environ.get('PATH', '')}",
             }
         )
+        if self.python_path:
+            env["PYTHONPATH"] = os.pathsep.join(self.python_path)
         env.update(extra or {})
         return env
 

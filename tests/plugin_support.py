@@ -3,8 +3,11 @@ environment installs):
 
 - its modules, importable here without installing it (all but ``engine`` need only the
   standard library);
-- :func:`install_plugin`: ``pip install ./hermes_plugin`` into the real Hermes's virtualenv, as
-  its README says, once per test session;
+- :func:`install_plugin`: ``pip install ./hermes_plugin`` with the real Hermes's Python, as its
+  README says, once per test process -- into a folder of its own that the Hermes processes of
+  the tests find through ``PYTHONPATH`` (:data:`PLUGIN_SITE`), so that two test runs side by
+  side (the SQLite and the PostgreSQL pass) never reinstall into the peer's shared virtualenv
+  under each other;
 - :class:`LiveService`: the service as deployed (``manage.py serve``: gunicorn and the worker)
   on a database of its own, stoppable and startable again on the same port;
 - :class:`PluginAgent`: the loopback model behind both Hermes and the service's summariser.
@@ -17,6 +20,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -36,15 +40,16 @@ from tests.processes import ROOT, python, stop_all, wait_for  # noqa: E402
 __all__ = ["PLUGIN_ROOT", "convert", "cursor", "delivery", "settings", "store", "sync"]
 RECALL = re.compile(r"recall `([^`]+)`")
 _installed: dict[str, str | None] = {}
+PLUGIN_SITE = Path(tempfile.mkdtemp(prefix="hermes-memory-plugin-"))
 
 
 def install_plugin() -> str | None:
-    """Install the plugin into the peer's virtualenv (once per test session); None when it is
+    """Install the plugin into :data:`PLUGIN_SITE` (once per test process); None when it is
     installed, else why it could not be."""
     if "result" not in _installed:
         done = subprocess.run(
             [str(HERMES_PYTHON), "-m", "pip", "install", "--no-deps", "--no-input",
-             "--disable-pip-version-check", "--force-reinstall", str(PLUGIN_ROOT)],
+             "--disable-pip-version-check", "--target", str(PLUGIN_SITE), str(PLUGIN_ROOT)],
             capture_output=True,
             text=True,
             timeout=300,

@@ -24,7 +24,7 @@ from tests.hermes_peer import (
     needs_hermes,
     text_of,
 )
-from tests.plugin_support import LiveService, PluginAgent, install_plugin
+from tests.plugin_support import PLUGIN_SITE, LiveService, PluginAgent, install_plugin
 from tests.processes import isolated_env
 
 pytestmark = needs_hermes
@@ -97,6 +97,7 @@ def home_for(
     return HermesHome(
         tmp_path / "home",
         model.base_url,
+        python_path=[PLUGIN_SITE],
         config={
             "plugins": {"enabled": ["hermes-memory"]},
             "context": {"engine": "hermes-memory"},
@@ -202,6 +203,8 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
         assert messages[0]["role"] == "system" and "Hermes Agent" in text_of(messages[0])
         assert text_of(messages[1]).startswith("Remember the vault code 4417")
         assert 1 < summary <= 4  # the head: the protected first messages
+        # The summary sends the model to the plugin's recall tool, not to Hermes's own.
+        assert "are kept: memory_recall finds them.]" in text_of(messages[summary])
         assert len(messages) - summary - 1 >= 1  # the tail follows
     assert len(firsts) >= 2  # a new summary after each compression
 

@@ -13,7 +13,7 @@ from typing import Any
 from .convert import MAX_MESSAGE_BYTES
 from .cursor import BATCH_MAX
 from .service import Answer, Away, call
-from .settings import Settings
+from .settings import RECALL_TOOL, Settings
 from .store import Batch, Conversation, State
 
 log = logging.getLogger("hermes_memory_plugin")
@@ -107,7 +107,11 @@ def _post_batch(settings: Settings, state: State, batch: Batch) -> Answer:
 
 def _open_session(settings: Settings, conversation: Conversation) -> None:
     state = conversation.state
-    body: dict[str, Any] = {"external_id": state.external_id, "model": state.model or "hermes"}
+    body: dict[str, Any] = {
+        "external_id": state.external_id,
+        "model": state.model or "hermes",
+        "recall_tool": RECALL_TOOL,  # what the summaries tell the model to call
+    }
     if state.context_length >= 1024:
         body["context_window"] = state.context_length
     if state.system_prompt:

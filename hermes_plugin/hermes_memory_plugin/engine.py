@@ -18,7 +18,7 @@ from . import sync
 
 log = logging.getLogger("hermes_memory_plugin")
 NAME = "hermes-memory"
-RECALL = "memory_recall"
+RECALL = settings_module.RECALL_TOOL
 
 RECALL_SCHEMA: dict[str, Any] = {
     "name": RECALL,

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 SCOPES = ("session", "channel")
+# The recall tool's name: the service's summaries and notices name it (Hermes's own
+# session_search searches Hermes's store, and a second tool of that name would be dropped).
+RECALL_TOOL = "memory_recall"
 
 
 @dataclass(frozen=True)

@@ -154,9 +154,12 @@ def compress(
                 state.compress_away_logged = True
             return None
         try:
-            if not _run_compression(settings, conversation, focus, force, memory_context):
+            adopt, answered = _run_compression(
+                settings, conversation, focus, force, memory_context
+            )
+            if not adopt:
                 return None
-            return _adopt_context(settings, conversation, kept)
+            return _adopt_context(settings, conversation, kept, answered)
         except Away as away:
             mark_away(settings, state, str(away), now)
             return None
@@ -168,8 +171,10 @@ def _run_compression(
     focus: str | None,
     force: bool,
     memory_context: str,
-) -> bool:
-    """Ask the service to compress; True when there is a new live context to adopt.
+) -> tuple[bool, dict[str, Any]]:
+    """Ask the service to compress: whether there is a new live context to adopt, and the
+    service's answer (which holds that context and the session, from a service that has
+    ``return_context``).
 
     Automatic (the service's guards and threshold decide again) when the service asked for it;
     the service's own result when it compressed on its own since Hermes's copy; otherwise the
@@ -180,8 +185,12 @@ def _run_compression(
     changed = state.stale or state.compressions > state.aligned
     manual = force or bool(focus) or not (state.due or changed)
     if changed and not manual:
-        return True  # the service compressed on its own: adopt that, do not compress again
-    body: dict[str, Any] = {"wait": True, "wait_seconds": int(settings.compress_timeout)}
+        return True, {}  # the service compressed on its own: adopt that, do not compress again
+    body: dict[str, Any] = {
+        "wait": True,
+        "wait_seconds": int(settings.compress_timeout),
+        "return_context": True,  # Hermes waits: no second round trip for the context
+    }
     if focus:
         body["focus"] = focus[:500]
     if not manual:
@@ -193,6 +202,9 @@ def _run_compression(
     if "memory_context" in body and refused_field(answer, "memory_context"):
         log.warning("hermes-memory: the service takes no memory_context; compressing without it")
         del body["memory_context"]
+        answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
+    if refused_field(answer, "return_context"):  # a service from before it: read it after
+        del body["return_context"]
         answer = call(settings, "POST", path, body, timeout=settings.compress_timeout + 15)
     state.due = False
     result = answer.body if isinstance(answer.body, dict) else {}
@@ -206,23 +218,32 @@ def _run_compression(
         outcome or answer.detail(),
     )
     if answer.status == 202 or not answer.ok:
-        return False  # queued (the worker finishes it; adopted later), running, or refused
-    return outcome in ("compressed", "fallback") or changed
+        return False, result  # queued (the worker finishes it; adopted later), running, refused
+    return outcome in ("compressed", "fallback") or changed, result
 
 
 def _adopt_context(
-    settings: Settings, conversation: Conversation, kept: int = 0
+    settings: Settings,
+    conversation: Conversation,
+    kept: int = 0,
+    answered: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]] | None:
-    """The service's live context as Hermes's new list, the cursor after it. With ``kept``
-    messages that Hermes keeps after the list it asked about, the context without them: Hermes
-    appends its own copies, which the service already holds."""
+    """The service's live context as Hermes's new list, the cursor after it: the one the
+    compression answered, else read. With ``kept`` messages that Hermes keeps after the list it
+    asked about, the context without them: Hermes appends its own copies, which the service
+    already holds."""
     state = conversation.state
-    context = call(settings, "GET", f"/sessions/{state.service_id}/context")
-    session = call(settings, "GET", f"/sessions/{state.service_id}")
-    messages = context.body.get("messages") if isinstance(context.body, dict) else None
-    if not context.ok or not isinstance(messages, list):
-        log.warning("hermes-memory: reading the live context: %s", context.detail())
-        return None
+    answered = answered or {}
+    messages = answered.get("context")
+    counters = answered.get("session")
+    if not isinstance(messages, list) or not isinstance(counters, dict):
+        context = call(settings, "GET", f"/sessions/{state.service_id}/context")
+        session = call(settings, "GET", f"/sessions/{state.service_id}")
+        messages = context.body.get("messages") if isinstance(context.body, dict) else None
+        if not context.ok or not isinstance(messages, list):
+            log.warning("hermes-memory: reading the live context: %s", context.detail())
+            return None
+        counters = session.body if session.ok else None
     result = context_to_hermes(messages)
     if kept:
         tail = result[-kept:]
@@ -236,7 +257,7 @@ def _adopt_context(
         result = result[:-kept]
     if not result:
         return None
-    read_counters(state, session.body if session.ok else None)
+    read_counters(state, counters)
     state.aligned = state.compressions
     state.stale = state.due = False
     if kept:
