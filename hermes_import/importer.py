@@ -335,7 +335,8 @@ def _finish(
         live_tokens=(stats["tokens"] or 0) + memory_tokens(session),
         total_messages=stats["total"] or 0,
         next_position=(stats["last"] + 1) if stats["last"] is not None else 0,
-        compressions=summaries.count(),
+        # A summary Hermes kept in a later head is its copy, not another compaction.
+        compressions=summaries.exclude(continues__is_summary=True).count(),
         cooldown_until=_when(tip.get("compression_failure_cooldown_until")),
         failure_streak=int(tip.get("compression_fallback_streak") or 0),
         ineffective_streak=int(tip.get("compression_ineffective_count") or 0),

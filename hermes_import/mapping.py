@@ -5,16 +5,26 @@ A **conversation** is a rotation chain: a session ended with ``end_reason='compr
 continuation child, and so on; its newest link is live. Children tagged as delegates, branches
 or resets are conversations of their own.
 
-Inside one session a compaction marks every active row inactive (``compacted=1``; the originals
-of the tail it copies ``compacted=0``) and then inserts head copies, the summary and tail copies
-as fresh rows. So the rows a summary replaced are the inactive rows between the start of the
-previous generation's block and the start of its own; a block starts at its head copies, found
-as the rows just before the summary that repeat the session's first rows word for word.
+Inside one session a compaction marks every active row inactive (``compacted=1``; some builds
+mark the originals of the tail it copies ``compacted=0``) and then inserts head copies, the
+summary and tail copies as fresh rows. So the rows a summary replaced are the inactive rows
+between the start of the previous generation's block and the start of its own; a block starts
+at its head copies, found as the rows just before the summary that repeat the rows the previous
+block opened with.
+
+Hermes's copies are not verbatim: it writes them from the messages it replayed, and it replays a
+user or assistant text as ``sanitize_context(text).strip()``; it prunes tool results over 200
+characters in them (the protected head's included) and may shorten long tool-call arguments. A
+copy is therefore recognised as Hermes writes it (:func:`repeats`): the same role, and the same
+text as Hermes replays it, or for a tool result the same ``tool_call_id``, or for a tool call the
+same call ids. Copies are paired with their originals row by row; a copy that does not repeat the
+row it stands for is named in the import's report.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +32,10 @@ from hermes_import.format import (
     MERGED_PRIOR_CONTEXT_HEADER,
     MERGED_SUMMARY_DELIMITER,
     SEPARATE_MARKERS,
+    TOOL_CALL_REMOVED,
     decode_content,
     is_summary_text,
+    replay_text,
 )
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -31,12 +43,19 @@ LIVE, ARCHIVED, ROLLED_BACK = "live", "archived", "rolled_back"
 # Hermes keeps a handful of head messages (protect_first_n, 3 by default); looking further for
 # head copies only costs time on long runs of repeated text.
 MAX_HEAD = 64
+# Hermes's tail is a token budget (a tenth to a fifth of its threshold) with a floor of a few
+# messages; a tail longer than this is looked for no further.
+MAX_TAIL = 2_000
+# Of the rows a copy could repeat word for word ("ok", "Done."), the newest this many are tried.
+MAX_CANDIDATES = 64
 
 
 @dataclass
 class Conversation:
     links: list[str]  # Hermes session ids, oldest first; the last is live
     notes: list[str] = field(default_factory=list)
+    # Copies that do not repeat the row they stand for, one line each with the Hermes ids.
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def root(self) -> str:
@@ -121,7 +140,29 @@ class Planned:
     timestamp: float | None
     origin: dict[str, Any]
     summarized_by: int | None = None  # Hermes id of the summary that replaced it
-    continues: int | None = None  # Hermes id of the row this one repeats word for word
+    continues: int | None = None  # Hermes id of the row this one is Hermes's copy of
+    ended: float | None = None  # when it left the live context: its compaction's time
+    copied: float | None = None  # a copy: when Hermes wrote it (its compaction's time)
+    _key: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple:
+        """What a copy of this row keeps: its role and its text as Hermes replays it, or the
+        ids that tie a tool result or a tool call to its turn."""
+        if self._key is None:
+            if self.role == "tool":
+                self._key = ("tool", self.tool_call_id)
+            elif self.role == "assistant" and self.tool_calls:
+                self._key = ("calls", _call_ids(self.tool_calls))
+            elif self.role in ("user", "assistant"):
+                self._key = (self.role, replay_text(self.text))
+            else:
+                self._key = (self.role, self.text)
+        return self._key
+
+
+def _call_ids(calls: list | None) -> tuple:
+    return tuple(c.get("id") for c in calls or () if isinstance(c, dict))
 
 
 def _same(a: Planned, b: Planned) -> bool:
@@ -131,6 +172,34 @@ def _same(a: Planned, b: Planned) -> bool:
         b.parts,
         b.tool_calls,
         b.tool_call_id,
+    )
+
+
+def repeats(copy: Planned, original: Planned) -> bool:
+    """Whether ``copy`` is ``original`` as Hermes writes a compaction's copy of it: a user or
+    assistant text as Hermes replays it (``sanitize_context(text).strip()``), a tool result by
+    its ``tool_call_id`` whatever its text (Hermes prunes long ones to a one-line summary or a
+    placeholder), a tool call by its call ids (Hermes shortens long arguments, and strips calls
+    whose results it dropped)."""
+    if copy.role != original.role:
+        return False
+    if copy.key == original.key or _same(copy, original):
+        return True
+    if copy.role == "assistant" and original.tool_calls:
+        kept = _call_ids(copy.tool_calls)
+        if not kept:  # every call stripped: Hermes leaves the text, or says so
+            return replay_text(copy.text) in (TOOL_CALL_REMOVED, replay_text(original.text))
+        return set(kept) < set(_call_ids(original.tool_calls))
+    return False
+
+
+def _stamped(copy: Planned, original: Planned) -> bool:
+    """Hermes keeps a replayed message's timestamp in its copy: the same role and timestamp
+    place a copy even where its text changed in a way :func:`repeats` does not know."""
+    return (
+        copy.role == original.role
+        and copy.timestamp is not None
+        and copy.timestamp == original.timestamp
     )
 
 
@@ -199,9 +268,18 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
         "codex_message_items",
         "platform_message_id",
         "display_kind",
+        "effect_disposition",
+        "token_count",
     ):
         if row.get(key) not in (None, ""):
             origin[key] = _clean(row[key])
+    if row.get("observed"):
+        origin["observed"] = True
+    # What Hermes really sent, where it differs from what it stored (a pasted memory-context
+    # block, a plugin's injection; a copy's is the original's text as sent).
+    sent = row.get("api_content")
+    if isinstance(sent, str) and sent and sent != row["content"]:
+        origin["api_content"] = _clean(sent)
     active, compacted = bool(row["active"]), bool(row["compacted"])
     kind = LIVE if active else ARCHIVED if compacted else ROLLED_BACK
     summary = bool(row["_compressed_summary"]) or (
@@ -223,42 +301,95 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
 
 
 def _head_count(rows: list[Planned], start: int, at: int) -> int:
-    """How many rows just before ``rows[at]`` repeat, in order, the rows the generation before
-    opened with (``rows[start:]``): the compaction's head copies."""
+    """How many rows just before ``rows[at]`` are Hermes's copies, in order, of the rows the
+    generation before opened with (``rows[start:]``): the compaction's head."""
     best = 0
     for m in range(1, min(MAX_HEAD, (at - start) // 2) + 1):
-        if all(_same(rows[at - m + k], rows[start + k]) for k in range(m)):
+        if all(_placed(rows[at - m + k], rows[start + k]) for k in range(m)):
             best = m
     return best
 
 
-def _match_tail(replaced: list[Planned], summary: Planned, after: list[Planned]) -> None:
-    """Pair the copied tail with its originals: the longest run at the end of what was replaced
-    that the rows after the summary repeat (the first of them inside a merged carrier). Rolled
-    back rows that nothing repeats are left out of the run; matched originals that Hermes marked
-    superseded (``compacted=0``) are archived, and each copy records the row it repeats."""
-    after = after[: len(replaced) + 1]  # copies of the tail come first; no more than it had
+def _placed(copy: Planned, original: Planned) -> bool:
+    return repeats(copy, original) or _stamped(copy, original)
+
+
+def _unmatched(copy: Planned, original: Planned, summary: Planned, where: str) -> str:
+    return (
+        f"session {copy.link} message {copy.hermes_id}: in the {where} that the compaction of "
+        f"message {summary.hermes_id} copied, it stands for message {original.hermes_id} "
+        f"(session {original.link}) but does not repeat it as Hermes copies; imported without "
+        "a link to it (search may show both)"
+    )
+
+
+def _link(copy: Planned, original: Planned, summary: Planned) -> None:
+    copy.continues = copy.continues or original.hermes_id
+    if summary.timestamp is not None and copy is not summary:
+        copy.copied = summary.timestamp
+
+
+def _match_tail(
+    replaced: list[Planned], summary: Planned, after: list[Planned], unmatched: list[str]
+) -> None:
+    """Pair the copied tail with its originals, row by row: the copies come first after the
+    summary (the first of them inside a merged carrier) and stand for the last rows of what was
+    replaced, in order. Each row after the summary votes for the tail lengths under which it
+    would repeat its original (by its text as Hermes replays it, its tool ids, or its kept
+    timestamp); the length with most votes wins, and within it each copy that repeats its
+    original records it (``continues``), the others are reported. Rolled back rows that nothing
+    repeats are left out; matched originals that Hermes marked superseded (``compacted=0``) are
+    archived."""
+    after = after[: min(len(replaced) + 1, MAX_TAIL)]
     carried = _carried_text(summary)
-    copies_pool = [summary, *after] if carried is not None else after
+    carried_key = (summary.role, replay_text(carried)) if carried is not None else None
+    pool = [summary, *after] if carried is not None else after
+
+    def key(row: Planned) -> tuple:
+        return carried_key if row is summary else row.key  # type: ignore[return-value]
+
+    def stamp(row: Planned) -> tuple | None:
+        if row is summary or row.timestamp is None:
+            return None
+        return (row.role, row.timestamp)
+
+    keys = {key(c) for c in pool}
+    stamps = {stamp(c) for c in pool} - {None}
     candidates = [
-        r
-        for r in replaced
-        if r.kind != ROLLED_BACK
-        or any(_same(r, c) for c in after)
-        or (r.text == carried and r.role == summary.role)
+        r for r in replaced if r.kind != ROLLED_BACK or r.key in keys or stamp(r) in stamps
     ]
-    for k in range(min(len(candidates), len(copies_pool)), 0, -1):
-        originals, copies = candidates[-k:], copies_pool[:k]
-        if all(
-            (c is summary and o.text == carried and o.role == c.role)
-            or (c is not summary and _same(o, c))
-            for o, c in zip(originals, copies, strict=True)
-        ):
-            for original, copy in zip(originals, copies, strict=True):
-                copy.continues = copy.continues or original.hermes_id
-                if original.kind != LIVE:
-                    original.kind = ARCHIVED
-            return
+    n, limit = len(candidates), min(len(candidates), len(pool))
+    if not limit:
+        return
+    by_key: dict[tuple, list[int]] = {}
+    by_stamp: dict[tuple, list[int]] = {}
+    for j, row in enumerate(candidates):
+        by_key.setdefault(row.key, []).append(j)
+        if (s := stamp(row)) is not None:
+            by_stamp.setdefault(s, []).append(j)
+    votes: Counter[int] = Counter()
+    for i, copy in enumerate(pool[:limit]):
+        places = set(by_key.get(key(copy), ())[-MAX_CANDIDATES:])
+        if (s := stamp(copy)) is not None:
+            places.update(by_stamp.get(s, ())[-MAX_CANDIDATES:])
+        for j in places:
+            k = n - j + i  # copy i repeats candidates[j] when the tail is k rows long
+            if i < k <= limit:
+                votes[k] += 1
+    if not votes:
+        return
+    k = max(votes, key=lambda length: (votes[length], length))
+    for original, copy in zip(candidates[-k:], pool[:k], strict=True):
+        if copy is summary:
+            ok = original.role == copy.role and original.key == carried_key
+        else:
+            ok = repeats(copy, original)
+        if ok:
+            _link(copy, original, summary)
+            if original.kind != LIVE:
+                original.kind = ARCHIVED
+        else:
+            unmatched.append(_unmatched(copy, original, summary, "tail"))
 
 
 def infer(conversation: Conversation, rows: list[Planned]) -> None:
@@ -268,29 +399,40 @@ def infer(conversation: Conversation, rows: list[Planned]) -> None:
     for row in rows:
         by_link.setdefault(row.link, []).append(row)
     previous_live: list[Planned] = []
+    seen: set[tuple] = set()
     for index, link in enumerate(conversation.links):
         link_rows = by_link.get(link, [])
-        summaries = [i for i, r in enumerate(link_rows) if r.summary]
+        summaries = []
+        for i, row in enumerate(link_rows):
+            # A summary Hermes kept in a later head is its copy, not another compaction.
+            if row.summary and row.key not in seen:
+                seen.add(row.key)
+                summaries.append(i)
         start = 0
         for n, at in enumerate(summaries):
             summary = link_rows[at]
-            if index > 0 and n == 0:
+            rotated = index > 0 and n == 0
+            if rotated:
                 # A continuation opens with the handoff of its parent's live rows.
                 head, replaced, earlier = at, previous_live, previous_live
             else:
                 head = _head_count(link_rows, start, at)
                 replaced, earlier = link_rows[start : at - head], link_rows[start:]
-            for k in range(min(head, len(earlier))):
+            for k in range(head):
                 copy = link_rows[at - head + k]
-                if _same(copy, earlier[k]):
-                    copy.continues = earlier[k].hermes_id
-            _match_tail(replaced, summary, link_rows[at + 1 :])
-            rotated = index > 0 and n == 0
+                if k >= len(earlier):
+                    break
+                if repeats(copy, earlier[k]):
+                    _link(copy, earlier[k], summary)
+                else:
+                    conversation.unmatched.append(_unmatched(copy, earlier[k], summary, "head"))
+            _match_tail(replaced, summary, link_rows[at + 1 :], conversation.unmatched)
             for row in replaced:
                 if row.kind == LIVE and rotated:  # a rotated parent's rows
                     row.kind = ARCHIVED
                 if row.kind == ARCHIVED and row.summarized_by is None:
                     row.summarized_by = summary.hermes_id
+                    row.ended = summary.timestamp
             start = at - head
         if index > 0 and not summaries:
             for row in previous_live:

@@ -43,6 +43,7 @@ class Report:
     chains_joined: int = 0
     links_joined: int = 0
     skipped: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     config: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
@@ -62,6 +63,10 @@ class Report:
         out += [f"  {line}" for line in self.skipped[:50]]
         if len(self.skipped) > 50:
             out.append(f"  ... and {len(self.skipped) - 50} more")
+        out.append(f"Copies not matched: {len(self.unmatched)}")
+        out += [f"  {line}" for line in self.unmatched[:50]]
+        if len(self.unmatched) > 50:
+            out.append(f"  ... and {len(self.unmatched) - 50} more")
         out += [f"Failed: {line}" for line in self.failed]
         out += [f"Note: {line}" for line in self.notes]
         out += self.config + self.memories
@@ -252,6 +257,7 @@ def _one(
     if dry_run:
         infer(conversation, rows)
         report.notes += [f"{name}: {n}" for n in conversation.notes]
+        report.unmatched += conversation.unmatched
         new = any(s not in known for s in conversation.links)
         report.created += new
         report.updated += not new
@@ -264,6 +270,7 @@ def _one(
         report.failed.append(f"{name}: not imported ({exc}); nothing of it was written")
         return
     report.notes += [f"{name}: {n}" for n in conversation.notes]
+    report.unmatched += conversation.unmatched
     report.created += outcome.created
     report.updated += not outcome.created
     report.kinds.update(outcome.kinds)

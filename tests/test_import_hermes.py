@@ -241,6 +241,29 @@ def test_summaries_record_what_they_replaced(tmp_path):
     assert len(plain) == 1 and plain[0].continues.content == "one answer 9"
 
 
+def test_a_summary_hermes_kept_in_a_later_head_is_its_copy_not_another_compaction(tmp_path):
+    """Hermes protects the first messages again in a new process, and after a compaction that
+    kept no head those are the summary and its tail: the next compaction copies the summary."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    _chat(home, s, 8, "one")
+    home.compact(s, head=0, tail=2, body="first factfirstsummary")
+    _chat(home, s, 4, "two")
+    home.compact(s, head=2, tail=2, body="second")
+    home.close()
+    _import(tmp_path / "home")
+    session = _session(s)
+    assert session.compressions == 2
+    first, copy, second = Message.objects.filter(session=session, is_summary=True).order_by(
+        "position"
+    )
+    assert copy.continues == first and copy.active and first.summarized_by == second
+    assert [h.message for h in search("factfirstsummary", Filters()).hits] == [copy]
+    # The second summary replaced the first generation, not its own head.
+    assert second.covers_to_position < copy.position
+    assert not Message.objects.filter(summarized_by=copy).exists()
+
+
 def test_a_rotation_chain_is_one_session_with_the_tips_id(tmp_path):
     home, ids = _rich_home(tmp_path / "home", 31)
     home.close()
