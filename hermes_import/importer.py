@@ -49,7 +49,6 @@ RECONCILED = (
     "archived_at",
     "rollback_reason",
     "rolled_back_at",
-    "token_count",
 )
 
 
@@ -79,8 +78,32 @@ def _flags(row: Planned) -> dict[str, Any]:
     return {"active": False, "compressed": False}
 
 
-def _message(session: Session, row: Planned, position: int, ids: dict[int, int]) -> Message:
+class _Tokens:
+    """Token counts for one conversation's rows, as ``tokens.count_message`` counts them (an
+    imported row has no ``name``): one counter for the session's model, and one count per
+    distinct text, since Hermes's copies repeat their originals."""
+
+    def __init__(self, model: str) -> None:
+        self.counter = tokens.counter_for(model)
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, message: dict[str, Any]) -> int:
+        text = tokens.message_text(message)
+        count = self.seen.get(text)
+        if count is None:
+            count = self.seen[text] = tokens.TOKENS_PER_MESSAGE + self.counter.count_text(text)
+        return count
+
+
+def _message(
+    session: Session, row: Planned, position: int, ids: dict[int, int], count: _Tokens
+) -> Message:
     when = _when(row.timestamp)
+    if row.copied is not None and row.timestamp is not None and row.copied > row.timestamp:
+        # Hermes's copy keeps its original's timestamp; here it is written when Hermes wrote
+        # it, at its compaction (so the live-token chart does not count a row twice).
+        row.origin["timestamp"] = row.timestamp
+        when = _when(row.copied)
     message = Message(
         session=session,
         channel_id=session.channel_id,
@@ -99,12 +122,13 @@ def _message(session: Session, row: Planned, position: int, ids: dict[int, int])
     )
     if row.kind == ARCHIVED:
         message.archive_reason = Message.ArchiveReason.COMPRESSION
-        message.archived_at = when
+        message.archived_at = _when(row.ended) or when
     elif row.kind == ROLLED_BACK:
         message.rollback_reason = "hermes"
         message.rolled_back_at = when
-    if row.kind == LIVE:
-        message.token_count = tokens.count_message(message.as_openai(), session.model)
+    # Every row carries what it cost in the live context while it was there, as this
+    # service's own rows do after a compression archives them.
+    message.token_count = count(message.as_openai())
     return message
 
 
@@ -166,6 +190,7 @@ def import_conversation(
         position = Message.objects.filter(session=session).aggregate(p=Max("position"))["p"]
         position = -1 if position is None else position
         ids = dict(existing)
+        count = _Tokens(session.model)
         new = [r for r in rows if r.hermes_id not in existing]
         # Summaries first, newest first: an older summary may be archived under a newer one.
         positions = {}
@@ -173,7 +198,7 @@ def import_conversation(
             position += 1
             positions[row.hermes_id] = position
         for row in sorted((r for r in new if r.summary), key=lambda r: -r.hermes_id):
-            message = _message(session, row, positions[row.hermes_id], ids)
+            message = _message(session, row, positions[row.hermes_id], ids, count)
             message.continues_id = None  # set below, once what it continues exists
             message.save(force_insert=True)
             ids[row.hermes_id] = message.pk
@@ -185,7 +210,7 @@ def import_conversation(
             if len(batch) >= BATCH or (row.continues in pending):
                 _flush(batch, ids)
                 pending.clear()
-            batch.append(_message(session, row, positions[row.hermes_id], ids))
+            batch.append(_message(session, row, positions[row.hermes_id], ids, count))
             pending.add(row.hermes_id)
         _flush(batch, ids)
         outcome.updated_rows = _reconcile(session, rows, ids, existing)
@@ -261,6 +286,7 @@ def _reconcile(
                 ids.get(row.summarized_by) if row.summarized_by else None,
                 ids.get(row.continues) if row.continues else None,
                 row.kind,
+                _when(row.ended),
             )
     if not wanted:
         return 0
@@ -274,7 +300,7 @@ def _reconcile(
     for message in stored:
         if message.pk not in wanted:
             continue
-        flags, summary, continues, kind = wanted[message.pk]
+        flags, summary, continues, kind, ended = wanted[message.pk]
         state = (message.active, message.compressed, message.summarized_by_id, message.continues_id)
         goal = (flags["active"], flags["compressed"], summary, continues)
         if state == goal:
@@ -283,12 +309,10 @@ def _reconcile(
         message.summarized_by_id, message.continues_id = summary, continues
         if kind == ARCHIVED and message.archive_reason is None:
             message.archive_reason = Message.ArchiveReason.COMPRESSION
-            message.archived_at = message.archived_at or now
+            message.archived_at = message.archived_at or ended or now
         if kind == ROLLED_BACK and not message.rollback_reason:
             message.rollback_reason = "hermes"
             message.rolled_back_at = message.rolled_back_at or now
-        if kind != LIVE:
-            message.token_count = 0
         changed.append(message)
     Message.objects.bulk_update(changed, RECONCILED, batch_size=500)
     known = set(existing.values())

@@ -10,6 +10,7 @@ tests/data/hermes_homes/ everywhere."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sqlite3
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from compression.pages.charts import live_tokens_series
 from hermes_import.format import decode_content, replay_text
 from hermes_import.models import ImportedSession
 from search.filters import Filters
@@ -164,6 +166,30 @@ def test_what_hermes_sent_is_kept_in_the_copy_s_origin_and_blanks_typed_are_the_
     padded = Message.objects.get(content__contains=f"{tag}padded", continues=None)
     assert padded.content != padded.content.strip()
     assert {m.content for m in padded.continued_by.all()} == {padded.content.strip()}
+
+
+def test_imported_rows_carry_their_tokens_and_the_chart_falls_at_each_compaction(home, tmp_path):
+    _import(home, 1, tmp_path / "home")
+    _import(home, 2, tmp_path / "home")
+    session = Session.objects.get()
+    archived = session.messages.filter(active=False, compressed=True)
+    assert archived.exists() and not archived.filter(token_count=0).exclude(content="").exists()
+    assert not session.messages.filter(token_count=0).exclude(content="").exists()
+    # Archived when their compaction happened, which is when their copies were written.
+    for row in archived.exclude(summarized_by=None).select_related("summarized_by"):
+        assert row.archived_at == row.summarized_by.created_at
+    # The live tokens over time, after all that happened at each moment: they fall at the
+    # first compaction (the long reply summarised away) and end at the session's live tokens.
+    series = [
+        (when, list(points)[-1][1])
+        for when, points in itertools.groupby(live_tokens_series(session), key=lambda p: p[0])
+    ]
+    assert series[-1][1] == session.live_tokens
+    first = min(m.created_at for m in session.messages.filter(is_summary=True))
+    before = [v for when, v in series if when < first][-1]
+    at = next(v for when, v in series if when == first)
+    assert at < before - 5_000
+    assert max(v for _, v in series) > session.live_tokens
 
 
 def test_a_copy_that_does_not_repeat_its_original_is_named_and_the_others_still_match(tmp_path):
