@@ -114,10 +114,15 @@ def replay_text(text: str | None) -> str | None:
     return _MEMORY_FENCE.sub("", text).strip()
 
 
+# "[terminal] ran `npm test` -> exit 0, 47 lines output", "[read_file] read a.py from line 1
+# (3,400 chars)", "[screenshot removed] ...": the tool's name in brackets, then what it did.
+_PRUNED_SUMMARY = re.compile(r"\[[\w.:-]{1,64}(?: removed)?\]")
+
+
 def is_pruned_tool_text(text: str | None) -> bool:
     """A tool result's text in one of the shortened forms Hermes writes into its copies."""
     if not text:
         return False
-    return text in (PRUNED_TOOL_PLACEHOLDER, PRUNED_TOOL_DUPLICATE) or (
-        text.startswith("[") and "\n" not in text and len(text) <= 400
-    )
+    if text in (PRUNED_TOOL_PLACEHOLDER, PRUNED_TOOL_DUPLICATE):
+        return True
+    return len(text) <= 2_000 and _PRUNED_SUMMARY.match(text) is not None

@@ -34,6 +34,7 @@ from hermes_import.format import (
     SEPARATE_MARKERS,
     TOOL_CALL_REMOVED,
     decode_content,
+    is_pruned_tool_text,
     is_summary_text,
     replay_text,
 )
@@ -178,11 +179,17 @@ def _same(a: Planned, b: Planned) -> bool:
 def repeats(copy: Planned, original: Planned) -> bool:
     """Whether ``copy`` is ``original`` as Hermes writes a compaction's copy of it: a user or
     assistant text as Hermes replays it (``sanitize_context(text).strip()``), a tool result by
-    its ``tool_call_id`` whatever its text (Hermes prunes long ones to a one-line summary or a
+    its ``tool_call_id`` with the same text or one Hermes prunes to (a one-line summary, a
     placeholder), a tool call by its call ids (Hermes shortens long arguments, and strips calls
     whose results it dropped)."""
     if copy.role != original.role:
         return False
+    if copy.role == "tool":
+        return copy.tool_call_id == original.tool_call_id and (
+            copy.text == original.text
+            or is_pruned_tool_text(copy.text)
+            or copy.parts is not None  # Hermes strips images from a copy's parts
+        )
     if copy.key == original.key or _same(copy, original):
         return True
     if copy.role == "assistant" and original.tool_calls:

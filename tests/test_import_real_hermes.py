@@ -22,6 +22,7 @@ from django.core.management import call_command
 
 from compression.pages.charts import live_tokens_series
 from hermes_import.format import decode_content, replay_text
+from hermes_import.mapping import Planned, repeats
 from hermes_import.models import ImportedSession
 from search.filters import Filters
 from search.service import search
@@ -212,3 +213,111 @@ def test_a_copy_that_does_not_repeat_its_original_is_named_and_the_others_still_
     before = Message.objects.get(session=edited.session, position=edited.position - 1)
     after = Message.objects.get(session=edited.session, position=edited.position + 1)
     assert before.continues_id and after.continues_id
+
+
+PRUNE = r"""
+import json, sys
+from agent.context_compressor import ContextCompressor
+
+long = "\n".join(f"line {n} of the output" for n in range(40))
+calls = {
+    "terminal": {"command": "make test"},
+    "read_file": {"path": "src/app.py", "offset": 3},
+    "search_files": {"pattern": "TODO", "path": "src"},
+    "web_search": {"query": "hermes agent"},
+    "execute_code": {"code": "print(1)"},
+    "patch": {"path": "a.py", "mode": "replace"},
+    "mcp_github_list_issues": {"repo": "x/y"},
+}
+messages = [{"role": "user", "content": "go"}]
+for n, (name, args) in enumerate(calls.items()):
+    call = {"id": f"call_{n}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+    messages += [{"role": "assistant", "content": "", "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": f"call_{n}", "content": f"{name} {long}"}]
+# The same output twice: Hermes keeps the newest and points the older one at it.
+again = {"id": "call_again", "type": "function",
+         "function": {"name": "terminal", "arguments": json.dumps({"command": "cat a"})}}
+messages += [{"role": "assistant", "content": "", "tool_calls": [again]},
+             {"role": "tool", "tool_call_id": "call_again", "content": f"again {long}"},
+             {"role": "user", "content": "once more"},
+             {"role": "tool", "tool_call_id": "call_again", "content": f"again {long}"}]
+pruned, _ = ContextCompressor._prune_old_tool_results(None, messages, protect_tail_count=1)
+print(json.dumps([m["content"] for m in pruned if m["role"] == "tool"][:-1]))
+"""
+
+
+@pytest.mark.skipif(missing() is not None, reason=missing() or "")
+def test_every_form_hermes_prunes_a_tool_result_to_is_recognised_as_its_copy():
+    """Hermes's own pruning (its _prune_old_tool_results, run in its virtualenv) on outputs of
+    its tools and of a plugin's: each shortened result is accepted as the original's copy."""
+    import subprocess
+
+    from hermes_import.format import is_pruned_tool_text
+    from tests.hermes_peer import HERMES_PYTHON
+
+    done = subprocess.run(
+        [str(HERMES_PYTHON), "-c", PRUNE], capture_output=True, text=True, check=True, timeout=120
+    )
+    forms = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(forms) == 8 and len(set(forms)) == 8, forms
+    assert forms[0].startswith("[terminal] ran `make test` -> exit")
+    assert forms[-1].startswith("[Duplicate tool output")
+    assert all(is_pruned_tool_text(form) for form in forms), forms
+
+
+def _row(role: str, text: str | None = None, **fields) -> Planned:
+    values = {"tool_calls": None, "tool_call_id": None, "timestamp": None, **fields}
+    return Planned(0, "s", role, text, None, kind="live", summary=False, origin={}, **values)
+
+
+def _call(call_id: str, arguments: str = "{}") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": "t", "arguments": arguments}}
+
+
+@pytest.mark.parametrize(
+    ("copy", "original", "repeats_it"),
+    [
+        (_row("user", "ask"), _row("user", "  ask \n"), True),
+        (
+            _row("user", "and the fact"),
+            _row("user", "<memory-context>recalled</memory-context> and the fact"),
+            True,
+        ),
+        (_row("user", "ask"), _row("user", "another ask"), False),
+        (_row("user", "ask"), _row("assistant", "ask"), False),
+        (
+            _row("tool", "[terminal] ran `ls` -> exit 0, 3 lines output", tool_call_id="c1"),
+            _row("tool", "a\nb\nc", tool_call_id="c1"),
+            True,
+        ),
+        (
+            _row("tool", "other output", tool_call_id="c1"),
+            _row("tool", "out", tool_call_id="c1"),
+            False,
+        ),
+        (_row("tool", "out", tool_call_id="c2"), _row("tool", "out", tool_call_id="c1"), False),
+        (
+            _row("assistant", "", tool_calls=[_call("c1", '{"a": "…"}')]),
+            _row("assistant", "", tool_calls=[_call("c1", '{"a": "' + "x" * 900 + '"}')]),
+            True,
+        ),
+        (
+            _row("assistant", "", tool_calls=[_call("c1")]),
+            _row("assistant", "", tool_calls=[_call("c1"), _call("c2")]),
+            True,
+        ),
+        (
+            _row("assistant", "(tool call removed)"),
+            _row("assistant", "", tool_calls=[_call("c1")]),
+            True,
+        ),
+        (
+            _row("assistant", "", tool_calls=[_call("c3")]),
+            _row("assistant", "", tool_calls=[_call("c1")]),
+            False,
+        ),
+    ],
+)
+def test_a_copy_is_recognised_as_hermes_writes_it_and_nothing_else(copy, original, repeats_it):
+    assert repeats(copy, original) is repeats_it
