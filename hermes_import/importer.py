@@ -10,6 +10,7 @@ archived them, an ``/undo`` took them back) are updated; nothing is duplicated o
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -95,17 +96,20 @@ class _Tokens:
         return count
 
 
-def _message(
+def _values(
     session: Session, row: Planned, position: int, ids: dict[int, int], count: _Tokens
-) -> Message:
+) -> dict[str, Any]:
+    """The row's column values by attribute name: every column, as the batch INSERT writes
+    them (no model instance: building one per row cost more than its INSERT)."""
     when = _when(row.timestamp)
     if row.copied is not None and row.timestamp is not None and row.copied > row.timestamp:
         # Hermes's copy keeps its original's timestamp; here it is written when Hermes wrote
         # it, at its compaction (so the live-token chart does not count a row twice).
         row.origin["timestamp"] = row.timestamp
         when = _when(row.copied)
-    message = Message(
-        session=session,
+    values = dict(_defaults())
+    values.update(
+        session_id=session.pk,
         channel_id=session.channel_id,
         position=position,
         role=row.role,
@@ -121,15 +125,24 @@ def _message(
         **_flags(row),
     )
     if row.kind == ARCHIVED:
-        message.archive_reason = Message.ArchiveReason.COMPRESSION
-        message.archived_at = _when(row.ended) or when
+        values["archive_reason"] = Message.ArchiveReason.COMPRESSION
+        values["archived_at"] = _when(row.ended) or when
     elif row.kind == ROLLED_BACK:
-        message.rollback_reason = "hermes"
-        message.rolled_back_at = when
+        values["rollback_reason"] = "hermes"
+        values["rolled_back_at"] = when
     # Every row carries what it cost in the live context while it was there, as this
-    # service's own rows do after a compression archives them.
-    message.token_count = count(message.as_openai())
-    return message
+    # service's own rows do after a compression archives them. (What Message.as_openai sends
+    # for such a row: nothing of it is pruned, named or extra.)
+    sent: dict[str, Any] = {
+        "role": row.role,
+        "content": row.parts if row.parts is not None else row.text,
+    }
+    if row.tool_calls:
+        sent["tool_calls"] = row.tool_calls
+    if row.tool_call_id:
+        sent["tool_call_id"] = row.tool_call_id
+    values["token_count"] = count(sent)
+    return values
 
 
 def import_conversation(
@@ -198,11 +211,11 @@ def import_conversation(
             position += 1
             positions[row.hermes_id] = position
         for row in sorted((r for r in new if r.summary), key=lambda r: -r.hermes_id):
-            message = _message(session, row, positions[row.hermes_id], ids, count)
+            message = Message(**_values(session, row, positions[row.hermes_id], ids, count))
             message.continues_id = None  # set below, once what it continues exists
             message.save(force_insert=True)
             ids[row.hermes_id] = message.pk
-        batch: list[Message] = []
+        batch: list[dict[str, Any]] = []
         pending: set[int] = set()
         for row in new:
             if row.summary:
@@ -210,7 +223,7 @@ def import_conversation(
             if len(batch) >= BATCH or (row.continues in pending):
                 _flush(batch, ids)
                 pending.clear()
-            batch.append(_message(session, row, positions[row.hermes_id], ids, count))
+            batch.append(_values(session, row, positions[row.hermes_id], ids, count))
             pending.add(row.hermes_id)
         _flush(batch, ids)
         outcome.updated_rows = _reconcile(session, rows, ids, existing)
@@ -220,7 +233,7 @@ def import_conversation(
     return outcome
 
 
-def _flush(batch: list[Message], ids: dict[int, int]) -> None:
+def _flush(batch: list[dict[str, Any]], ids: dict[int, int]) -> None:
     """Insert the batch with one multi-row INSERT per chunk, returning each row's id and
     position (ids are matched by position, unique per session). Django's bulk_create spends
     more on preparing values than SQLite spends on the rows and their search triggers; here each
@@ -232,15 +245,14 @@ def _flush(batch: list[Message], ids: dict[int, int]) -> None:
     names = ", ".join(connection.ops.quote_name(c.column) for c in columns)
     one = "(" + ", ".join(["%s"] * len(columns)) + ")"
     per_statement = max(1, min(500, 30_000 // len(columns)))
-    by_position = {m.position: m.origin["id"] for m in batch}
+    by_position = {values["position"]: values["origin"]["id"] for values in batch}
     with connection.cursor() as cursor:
         for start in range(0, len(batch), per_statement):
             chunk = batch[start : start + per_statement]
             params: list[Any] = []
-            for message in chunk:
+            for values in chunk:
                 params.extend(
-                    adapt(getattr(message, c.attname))
-                    for c, adapt in zip(columns, adapters, strict=True)
+                    adapt(values[c.attname]) for c, adapt in zip(columns, adapters, strict=True)
                 )
             cursor.execute(
                 f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))} "  # noqa: S608
@@ -250,6 +262,11 @@ def _flush(batch: list[Message], ids: dict[int, int]) -> None:
             for pk, position in cursor.fetchall():
                 ids[by_position[position]] = pk
     batch.clear()
+
+
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    return {f.attname: f.get_default() for f in Message._meta.concrete_fields if not f.primary_key}
 
 
 def _columns() -> tuple[list[Any], list[Callable[[Any], Any]]]:
