@@ -211,11 +211,12 @@ def _stamped(copy: Planned, original: Planned) -> bool:
 
 
 def _carried_text(carrier: Planned) -> str | None:
-    """The tail message inside a merged carrier (the part before the delimiter)."""
+    """The tail message inside a merged carrier (the part before the delimiter; the last one,
+    since the message carried may itself be an earlier carrier)."""
     text = carrier.text or ""
     if MERGED_SUMMARY_DELIMITER not in text:
         return None
-    before = text.split(MERGED_SUMMARY_DELIMITER, 1)[0]
+    before = text.rsplit(MERGED_SUMMARY_DELIMITER, 1)[0]
     if before.startswith(MERGED_PRIOR_CONTEXT_HEADER):
         before = before[len(MERGED_PRIOR_CONTEXT_HEADER) :]
     return before.strip("\n")
@@ -307,14 +308,24 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
     )
 
 
+def _head(rows: list[Planned], start: int, at: int) -> tuple[int, list[Planned]]:
+    """The compaction's head: how many rows just before ``rows[at]`` are Hermes's copies, in
+    order, of the rows the generation before opened with (``rows[start:]``, or those of them
+    still live then: an ``/undo`` may have taken back the first ones), and those rows."""
+    plain = list(range(start, at))
+    kept = [i for i in plain if rows[i].kind != ROLLED_BACK]
+    best, chosen = 0, plain
+    for earlier in (plain, kept) if len(kept) < len(plain) else (plain,):
+        for m in range(best + 1, min(MAX_HEAD, len(earlier)) + 1):
+            if earlier[m - 1] >= at - m:  # the copies come after what they repeat
+                break
+            if all(_placed(rows[at - m + k], rows[earlier[k]]) for k in range(m)):
+                best, chosen = m, earlier
+    return best, [rows[i] for i in chosen[:best]]
+
+
 def _head_count(rows: list[Planned], start: int, at: int) -> int:
-    """How many rows just before ``rows[at]`` are Hermes's copies, in order, of the rows the
-    generation before opened with (``rows[start:]``): the compaction's head."""
-    best = 0
-    for m in range(1, min(MAX_HEAD, (at - start) // 2) + 1):
-        if all(_placed(rows[at - m + k], rows[start + k]) for k in range(m)):
-            best = m
-    return best
+    return _head(rows, start, at)[0]
 
 
 def _placed(copy: Planned, original: Planned) -> bool:
@@ -385,7 +396,8 @@ def _match_tail(
                 votes[k] += 1
     if not votes:
         return
-    k = max(votes, key=lambda length: (votes[length], length))
+    # Most votes; of equal votes the shortest tail, whose copies sit right after the summary.
+    k = max(votes, key=lambda length: (votes[length], -length))
     for original, copy in zip(candidates[-k:], pool[:k], strict=True):
         if copy is summary:
             ok = original.role == copy.role and original.key == carried_key
@@ -399,6 +411,62 @@ def _match_tail(
             unmatched.append(_unmatched(copy, original, summary, "tail"))
 
 
+def _kept_in_a_head(
+    rows: list[Planned],
+    start: int,
+    at: int,
+    candidates: list[int],
+    previous_live: list[Planned],
+    opens_continuation: bool,
+) -> bool:
+    """Whether the summary at ``rows[at]`` is Hermes's copy of an earlier one, kept in a later
+    compaction's head (Hermes protects the first messages again when a new process compacts,
+    and after a compaction that kept no head those begin with its summary), rather than a
+    compaction of its own: in a continuation, the rows up to it repeat the parent's first live
+    rows; in place, a later summary's head reaches back over it."""
+    if opens_continuation:
+        # The handoff's head copies come first; a later summary must end them.
+        later = next((c for c in candidates if c > at), None)
+        return (
+            later is not None
+            and later <= len(previous_live)
+            and all(_placed(rows[k], previous_live[k]) for k in range(later))
+        )
+    return any(
+        _head_count(rows, start, later) >= later - at
+        for later in candidates
+        if at < later <= at + MAX_HEAD
+    )
+
+
+def _blocks(
+    link_rows: list[Planned],
+    previous_live: list[Planned],
+    continuation: bool,
+    seen: set[tuple[tuple, float]],
+) -> list[tuple[int, int, int, list[Planned]]]:
+    """The link's compactions, in order: (the summary's index, its head's length, where the
+    block it replaced began, the rows its head repeats). A continuation's first summary is
+    preceded by the handoff of its parent's live rows (its head, all of it). ``seen``: the
+    summaries met so far, by what a copy keeps (their text and timestamp)."""
+    candidates = [i for i, row in enumerate(link_rows) if row.summary]
+    blocks: list[tuple[int, int, int, list[Planned]]] = []
+    start = 0
+    for at in candidates:
+        row = link_rows[at]
+        # A copy of a summary keeps its text and its timestamp; a new one has a time of its own.
+        copied = row.timestamp is not None and (row.key, row.timestamp) in seen
+        if row.timestamp is not None:
+            seen.add((row.key, row.timestamp))
+        opens = continuation and not blocks
+        if copied or _kept_in_a_head(link_rows, start, at, candidates, previous_live, opens):
+            continue
+        head, earlier = (at, previous_live) if opens else _head(link_rows, start, at)
+        blocks.append((at, head, start, earlier))
+        start = at - head
+    return blocks
+
+
 def infer(conversation: Conversation, rows: list[Planned]) -> None:
     """Set each row's kind across links, the summary that replaced it, and the row a copy
     repeats; note on the conversation where provenance cannot be told."""
@@ -406,42 +474,30 @@ def infer(conversation: Conversation, rows: list[Planned]) -> None:
     for row in rows:
         by_link.setdefault(row.link, []).append(row)
     previous_live: list[Planned] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[tuple, float]] = set()
     for index, link in enumerate(conversation.links):
         link_rows = by_link.get(link, [])
-        summaries = []
-        for i, row in enumerate(link_rows):
-            # A summary Hermes kept in a later head is its copy, not another compaction.
-            if row.summary and row.key not in seen:
-                seen.add(row.key)
-                summaries.append(i)
-        start = 0
-        for n, at in enumerate(summaries):
+        blocks = _blocks(link_rows, previous_live, index > 0, seen)
+        for n, (at, head, start, earlier) in enumerate(blocks):
             summary = link_rows[at]
             rotated = index > 0 and n == 0
-            if rotated:
-                # A continuation opens with the handoff of its parent's live rows.
-                head, replaced, earlier = at, previous_live, previous_live
-            else:
-                head = _head_count(link_rows, start, at)
-                replaced, earlier = link_rows[start : at - head], link_rows[start:]
-            for k in range(head):
+            replaced = previous_live if rotated else link_rows[start : at - head]
+            for k in range(min(head, len(earlier))):
                 copy = link_rows[at - head + k]
-                if k >= len(earlier):
-                    break
                 if repeats(copy, earlier[k]):
                     _link(copy, earlier[k], summary)
                 else:
                     conversation.unmatched.append(_unmatched(copy, earlier[k], summary, "head"))
-            _match_tail(replaced, summary, link_rows[at + 1 :], conversation.unmatched)
+            # The tail's copies come before the next compaction's block (its head copies).
+            end = blocks[n + 1][0] - blocks[n + 1][1] if n + 1 < len(blocks) else len(link_rows)
+            _match_tail(replaced, summary, link_rows[at + 1 : end], conversation.unmatched)
             for row in replaced:
                 if row.kind == LIVE and rotated:  # a rotated parent's rows
                     row.kind = ARCHIVED
                 if row.kind == ARCHIVED and row.summarized_by is None:
                     row.summarized_by = summary.hermes_id
                     row.ended = summary.timestamp
-            start = at - head
-        if index > 0 and not summaries:
+        if index > 0 and not blocks:
             for row in previous_live:
                 row.kind = ARCHIVED
         previous_live = [r for r in link_rows if r.kind == LIVE]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from io import StringIO
 from pathlib import Path
@@ -523,7 +524,8 @@ def _random_history(home: HermesHome, draw, steps: int) -> str:
         op = draw("op")
         n += 1
         if op == "turn":
-            home.append(sid, "user", f"ask {n} zq{n}")
+            # Typed with blanks around it now and then (a replayed copy strips them).
+            home.append(sid, "user", f"ask {n} zq{n}x" if n % 3 else f"  ask {n} zq{n}x \n")
             home.append(sid, "assistant", f"reply {n}")
         elif op == "tool":
             call = f"call_{n}"
@@ -536,7 +538,9 @@ def _random_history(home: HermesHome, draw, steps: int) -> str:
                     {"id": call, "type": "function", "function": {"name": "t", "arguments": "{}"}}
                 ],
             )
-            home.append(sid, "tool", f"output {n}", tool_call_id=call, tool_name="t")
+            # Long now and then (a replayed copy prunes it): only the original holds its word.
+            output = f"output {n} zt{n}x" + ("\n" + "line of output " * 20) * (n % 2)
+            home.append(sid, "tool", output, tool_call_id=call, tool_name="t")
             home.append(sid, "assistant", f"done {n}")
         elif op == "undo":
             users = [r for r in home.active_rows(sid) if r["role"] == "user"]
@@ -565,7 +569,7 @@ def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
         "tail": [1, 2, 4, 6],
         "modern": [True, False],
     }
-    home = HermesHome(tmp_path / "home", rng.choice(VERSIONS))
+    home = HermesHome(tmp_path / "home", rng.choice(VERSIONS), replayed_copies=seed % 2 == 0)
     tip = _random_history(home, lambda k: rng.choice(choices[k]), rng.randint(5, 120))
     home.close()
     _import(tmp_path / "home")
@@ -583,6 +587,19 @@ def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
         assert not active or kind == "archived"  # a rotated parent's live rows are archived
         if not active and compacted:
             assert kind == "archived"
+    # Each word a user typed or a tool printed shows once at most (a copy and its original
+    # once), and once where a row of it was not taken back.
+    words: dict[str, set[tuple[int, int]]] = {}
+    for content, active, compacted in hermes.execute(
+        "SELECT content, active, compacted FROM messages"
+    ):
+        for word in re.findall(r"\bz[qt]\d+x\b", content or ""):
+            words.setdefault(word, set()).add((active, compacted))
+    for word, states in words.items():
+        hits = search(word, Filters(session_id=session.pk)).hits
+        assert len(hits) <= 1, (word, [(h.message.position, h.message.kind) for h in hits])
+        if states - {(0, 0)}:
+            assert len(hits) == 1, word
     assert "0 new, 0 updated, 1 unchanged" in _import(tmp_path / "home")
 
 
