@@ -83,6 +83,11 @@ def _hermes_context(db: Path, sid: str) -> list[dict]:
         conn.close()
 
 
+def _tag(recorded: Recorded) -> str:
+    """The scenario's prefix of its planted words (``zqiheaduser`` -> ``zqi``)."""
+    return recorded.scenario.facts[0].word.removesuffix("headuser")
+
+
 def _check_facts(recorded: Recorded, phase: int) -> None:
     for fact in recorded.facts(phase):
         hits = _hits(fact.word)
@@ -147,8 +152,9 @@ def test_every_copy_hermes_wrote_is_tied_to_its_original_and_no_summary_covers_i
         else:
             assert replay_text(copy.content) == replay_text(original.content)
     # The head's long tool output is pruned in every copy; only the original holds its word.
-    word = f"{home.scenario.facts[1].word}"
-    assert [m.position for m in _hits(word)] == [rows[3].position]
+    original = rows[3]  # after the system prompt: the user's message, the call, its result
+    assert original.role == "tool" and original.continues_id is None
+    assert _hits(_tag(home) + "headtool") == [original]
     live_tool = next(m for m in rows if m.active and m.role == "tool")
     assert live_tool.content.startswith("[terminal] ran `") and live_tool.continues_id
 
@@ -157,7 +163,7 @@ def test_what_hermes_sent_is_kept_in_the_copy_s_origin_and_blanks_typed_are_the_
     home, tmp_path
 ):
     _import(home, 2, tmp_path / "home")
-    tag = home.scenario.facts[0].word.removesuffix("headuser")
+    tag = _tag(home)
     original = Message.objects.get(content__contains=f"{tag}recalled")
     assert original.content.startswith("<memory-context>")
     copies = list(Message.objects.filter(content=f"and the fact {tag}memctx"))
