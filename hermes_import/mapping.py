@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hermes_import.format import (
@@ -354,17 +354,19 @@ def _match_tail(
     summary (the first of them inside a merged carrier) and stand for the last rows of what was
     replaced, in order. Each row after the summary votes for the tail lengths under which it
     would repeat its original (by its text as Hermes replays it, its tool ids, or its kept
-    timestamp); the length with most votes wins, and within it each copy that repeats its
-    original records it (``continues``), the others are reported. Rolled back rows that nothing
+    timestamp); of the lengths two in three of whose rows repeat their originals, the one with
+    most votes wins, and within it each copy that repeats its original records it (``continues``),
+    the others are reported. Rolled back rows that nothing
     repeats are left out; matched originals that Hermes marked superseded (``compacted=0``) are
     archived."""
     after = after[: min(len(replaced) + 1, MAX_TAIL)]
     carried = _carried_text(summary)
-    carried_key = (summary.role, replay_text(carried)) if carried is not None else None
-    pool = [summary, *after] if carried is not None else after
+    # A merged carrier stands for its tail message: that text, the carrier's tool fields.
+    inside = replace(summary, text=carried, parts=None, _key=None) if carried is not None else None
+    pool = [summary, *after] if inside is not None else after
 
     def key(row: Planned) -> tuple:
-        return carried_key if row is summary else row.key  # type: ignore[return-value]
+        return inside.key if row is summary and inside is not None else row.key
 
     def stamp(row: Planned) -> tuple | None:
         if row is summary or row.timestamp is None:
@@ -394,15 +396,15 @@ def _match_tail(
             k = n - j + i  # copy i repeats candidates[j] when the tail is k rows long
             if i < k <= limit:
                 votes[k] += 1
-    if not votes:
+    # A tail is its copies, one after another: a length whose rows mostly do not repeat their
+    # originals (two in three must) is rows that repeat earlier text by chance ("ok", "Done.", a
+    # reply that recurs), however many. Of the others, most votes; of equal votes the shortest.
+    lengths = [length for length, n_votes in votes.items() if 3 * n_votes >= 2 * length]
+    if not lengths:
         return
-    # Most votes; of equal votes the shortest tail, whose copies sit right after the summary.
-    k = max(votes, key=lambda length: (votes[length], -length))
+    k = max(lengths, key=lambda length: (votes[length], -length))
     for original, copy in zip(candidates[-k:], pool[:k], strict=True):
-        if copy is summary:
-            ok = original.role == copy.role and original.key == carried_key
-        else:
-            ok = repeats(copy, original)
+        ok = repeats(inside if copy is summary and inside is not None else copy, original)
         if ok:
             _link(copy, original, summary)
             if original.kind != LIVE:

@@ -265,6 +265,37 @@ def test_a_summary_hermes_kept_in_a_later_head_is_its_copy_not_another_compactio
     assert not Message.objects.filter(summarized_by=copy).exists()
 
 
+def test_a_tail_is_found_among_many_later_rows_that_repeat_earlier_text_by_chance(tmp_path):
+    """Every reply is "ok": a long run of later rows repeats earlier rows, in step, by chance;
+    only the copies right after the summary are the tail."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    for i in range(30):
+        home.append(s, "user", f"question {i}")
+        home.append(s, "assistant", "ok")
+    home.compact(s, head=2, tail=4, body="first")
+    for i in range(60):
+        home.append(s, "user", f"later {i}")
+        home.append(s, "assistant", "ok")
+    home.close()
+    report = _import(tmp_path / "home")
+    assert "Copies not matched: 0" in report
+    session = _session(s)
+    summary = Message.objects.get(session=session, is_summary=True)
+    tail = Message.objects.filter(session=session, position__gt=summary.position).order_by(
+        "position"
+    )
+    # The summary is merged into the tail's first message (no role fits between "ok" and it).
+    assert summary.continues.content == "question 28"
+    assert [m.continues.content if m.continues else None for m in tail[:5]] == [
+        "ok",
+        "question 29",
+        "ok",
+        None,
+        None,
+    ]
+
+
 def test_a_rotation_chain_is_one_session_with_the_tips_id(tmp_path):
     home, ids = _rich_home(tmp_path / "home", 31)
     home.close()

@@ -264,7 +264,7 @@ class HermesHome:
                 self._copy(target, row)
             return carrier
         first = dict(tail[0])
-        carried = self._replayed(first["role"], first["content"], first.get("tool_name"))
+        carried = self._replayed(first["role"], first["content"], first.get("tool_name")) or ""
         first["content"] = (
             f"{MERGED_PRIOR_CONTEXT_HEADER}\n{carried}\n\n{MERGED_SUMMARY_DELIMITER}\n\n{summary}"
         )
