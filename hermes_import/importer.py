@@ -31,8 +31,9 @@ from django.db.models import (
     TextField,
 )
 
-from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned, infer
+from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned
 from hermes_import.models import ImportedSession
+from hermes_import.provenance import infer
 from sessions_app import tokens
 from sessions_app.bulk import keeping_timestamps
 from sessions_app.models import Channel, Message, Session

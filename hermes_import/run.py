@@ -14,8 +14,9 @@ import yaml
 from django.db import DatabaseError, connection
 
 from hermes_import.importer import import_conversation
-from hermes_import.mapping import Conversation, conversations, infer, plan_row
+from hermes_import.mapping import Conversation, conversations, plan_row
 from hermes_import.models import ImportedSession
+from hermes_import.provenance import infer
 from hermes_import.reader import HermesReadError, HermesStore
 from hermes_site.config import ConfigError, parse_config
 from sessions_app.analyze import analyze

@@ -22,8 +22,9 @@ from django.core.management import call_command
 
 from compression.pages.charts import live_tokens_series
 from hermes_import.format import decode_content, replay_text
-from hermes_import.mapping import Planned, repeats
+from hermes_import.mapping import Planned
 from hermes_import.models import ImportedSession
+from hermes_import.provenance import repeats
 from search.filters import Filters
 from search.service import search
 from sessions_app.models import Message, Session
