@@ -152,9 +152,8 @@ def _match_tail(
     would repeat its original (by its text as Hermes replays it, its tool ids, or its kept
     timestamp); of the lengths two in three of whose rows repeat their originals, the one with
     most votes wins, and within it each copy that repeats its original records it (``continues``),
-    the others are reported. Rolled back rows that nothing
-    repeats are left out; matched originals that Hermes marked superseded (``compacted=0``) are
-    archived."""
+    the others are reported. Rolled back rows are left out unless a copy keeps their
+    timestamp; matched originals that Hermes marked superseded (``compacted=0``) are archived."""
     after = after[: min(len(replaced) + 1, MAX_TAIL)]
     carried = _carried_text(summary)
     # A merged carrier stands for its tail message: that text, the carrier's tool fields.
@@ -165,14 +164,20 @@ def _match_tail(
         return inside.key if row is summary and inside is not None else row.key
 
     def stamp(row: Planned) -> tuple | None:
-        if row is summary or row.timestamp is None:
+        if row is summary:  # a carrier keeps its tail message's timestamp; a summary has its own
+            row = inside  # type: ignore[assignment]
+        if row is None or row.timestamp is None:
             return None
         return (row.role, row.timestamp)
 
     keys = {key(c) for c in pool}
     stamps = {stamp(c) for c in pool} - {None}
+    # A row taken back is an original only where a copy keeps its timestamp (the superseded
+    # tail originals of some builds): its text alone may recur by chance.
     candidates = [
-        r for r in replaced if r.kind != ROLLED_BACK or r.key in keys or stamp(r) in stamps
+        r
+        for r in replaced
+        if r.kind != ROLLED_BACK or stamp(r) in stamps or (r.timestamp is None and r.key in keys)
     ]
     n, limit = len(candidates), min(len(candidates), len(pool))
     if not limit:

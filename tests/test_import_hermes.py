@@ -296,6 +296,32 @@ def test_a_tail_is_found_among_many_later_rows_that_repeat_earlier_text_by_chanc
     ]
 
 
+def test_a_row_taken_back_inside_the_tail_is_not_an_original_though_its_text_recurs(tmp_path):
+    """An /undo just before a compaction leaves its rows between the tail's originals; the
+    reply it took back says "ok", as the copies do, but no copy keeps its timestamp."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    for i in range(10):
+        home.append(s, "user", f"question {i}")
+        home.append(s, "assistant", "ok")
+    undone = home.append(s, "user", "never mind that")
+    home.append(s, "assistant", "ok")
+    home.rewind(s, undone)
+    home.append(s, "user", "question 10")
+    home.append(s, "assistant", "ok")
+    home.compact(s, head=2, tail=4, body="first")
+    for i in range(3):
+        home.append(s, "user", f"later {i}")
+        home.append(s, "assistant", "ok")
+    home.close()
+    report = _import(tmp_path / "home")
+    assert "Copies not matched: 0" in report
+    session = _session(s)
+    taken_back = Message.objects.filter(session=session, active=False, compressed=False)
+    assert sorted(taken_back.values_list("content", flat=True)) == ["never mind that", "ok"]
+    assert not taken_back.filter(continued_by__isnull=False).exists()
+
+
 def test_a_rotation_chain_is_one_session_with_the_tips_id(tmp_path):
     home, ids = _rich_home(tmp_path / "home", 31)
     home.close()
