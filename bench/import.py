@@ -147,6 +147,8 @@ def main() -> None:
             read = read_all(home / "state.db")
             baseline = time.perf_counter() - started
             first, first_peak, report = run_import(home, data)
+            # Every copy the generator wrote is matched with its original.
+            assert "Copies not matched: 0" in report, report[:2_000]
             again, _again_peak, report_again = run_import(home, data)
             assert "0 new, 0 updated" in report_again, report_again
             rows.append((size, made, generated, read, baseline, first, first_peak, again))

@@ -7,6 +7,7 @@ recognised by its flag where the schema has one, else by any prefix Hermes has e
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # Structured (multimodal) content is stored as this prefix + json.dumps(parts).
@@ -78,3 +79,50 @@ def is_summary_text(text: str | None) -> bool:
         return True
     _, found, after = stripped.partition(MERGED_SUMMARY_DELIMITER)
     return bool(found) and after.lstrip().startswith(SUMMARY_STARTS)
+
+
+# What Hermes does to a copy. It writes a compaction's head and tail copies from the messages it
+# replayed, and it replays a stored user or assistant text as ``sanitize_context(text).strip()``
+# (hermes_state.py, ``_rows_to_conversation``; agent/memory_manager.py): recalled-memory
+# fences and their system note removed, surrounding blanks stripped.
+_MEMORY_BLOCK = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
+_MEMORY_NOTE = re.compile(
+    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\.\s*"
+    r"Treat as (?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
+    re.IGNORECASE,
+)
+_MEMORY_FENCE = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
+
+# Hermes's forms of a tool result it pruned in a copy (agent/context_compressor.py,
+# ``_prune_old_tool_results``): a placeholder, a back-reference to a newer identical output,
+# a one-line summary ("[terminal] ran `npm test` -> exit 0, 47 lines output"), a screenshot
+# placeholder.
+PRUNED_TOOL_PLACEHOLDER = "[Old tool output cleared to save context space]"
+PRUNED_TOOL_DUPLICATE = "[Duplicate tool output — same content as a more recent call]"
+# What Hermes leaves in an assistant message whose tool calls it stripped as orphans.
+TOOL_CALL_REMOVED = "(tool call removed)"
+
+
+def replay_text(text: str | None) -> str | None:
+    """A stored user or assistant text as Hermes replays it (and so as it writes its copies)."""
+    if text is None:
+        return None
+    if "<" not in text and "[" not in text:  # no fence, no note: the common case, fast
+        return text.strip()
+    text = _MEMORY_BLOCK.sub("", text)
+    text = _MEMORY_NOTE.sub("", text)
+    return _MEMORY_FENCE.sub("", text).strip()
+
+
+# "[terminal] ran `npm test` -> exit 0, 47 lines output", "[read_file] read a.py from line 1
+# (3,400 chars)", "[screenshot removed] ...": the tool's name in brackets, then what it did.
+_PRUNED_SUMMARY = re.compile(r"\[[\w.:-]{1,64}(?: removed)?\]")
+
+
+def is_pruned_tool_text(text: str | None) -> bool:
+    """A tool result's text in one of the shortened forms Hermes writes into its copies."""
+    if not text:
+        return False
+    if text in (PRUNED_TOOL_PLACEHOLDER, PRUNED_TOOL_DUPLICATE):
+        return True
+    return len(text) <= 2_000 and _PRUNED_SUMMARY.match(text) is not None

@@ -10,6 +10,7 @@ archived them, an ``/undo`` took them back) are updated; nothing is duplicated o
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ from django.db.models import (
     TextField,
 )
 
-from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned, infer
+from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned
 from hermes_import.models import ImportedSession
+from hermes_import.provenance import infer
 from sessions_app import tokens
 from sessions_app.bulk import keeping_timestamps
 from sessions_app.models import Channel, Message, Session
@@ -49,7 +51,6 @@ RECONCILED = (
     "archived_at",
     "rollback_reason",
     "rolled_back_at",
-    "token_count",
 )
 
 
@@ -79,10 +80,37 @@ def _flags(row: Planned) -> dict[str, Any]:
     return {"active": False, "compressed": False}
 
 
-def _message(session: Session, row: Planned, position: int, ids: dict[int, int]) -> Message:
+class _Tokens:
+    """Token counts for one conversation's rows, as ``tokens.count_message`` counts them (an
+    imported row has no ``name``): one counter for the session's model, and one count per
+    distinct text, since Hermes's copies repeat their originals."""
+
+    def __init__(self, model: str) -> None:
+        self.counter = tokens.counter_for(model)
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, message: dict[str, Any]) -> int:
+        text = tokens.message_text(message)
+        count = self.seen.get(text)
+        if count is None:
+            count = self.seen[text] = tokens.TOKENS_PER_MESSAGE + self.counter.count_text(text)
+        return count
+
+
+def _values(
+    session: Session, row: Planned, position: int, ids: dict[int, int], count: _Tokens
+) -> dict[str, Any]:
+    """The row's column values by attribute name: every column, as the batch INSERT writes
+    them (no model instance: building one per row cost more than its INSERT)."""
     when = _when(row.timestamp)
-    message = Message(
-        session=session,
+    if row.copied is not None and row.timestamp is not None and row.copied > row.timestamp:
+        # Hermes's copy keeps its original's timestamp; here it is written when Hermes wrote
+        # it, at its compaction (so the live-token chart does not count a row twice).
+        row.origin["timestamp"] = row.timestamp
+        when = _when(row.copied)
+    values = dict(_defaults())
+    values.update(
+        session_id=session.pk,
         channel_id=session.channel_id,
         position=position,
         role=row.role,
@@ -98,14 +126,24 @@ def _message(session: Session, row: Planned, position: int, ids: dict[int, int])
         **_flags(row),
     )
     if row.kind == ARCHIVED:
-        message.archive_reason = Message.ArchiveReason.COMPRESSION
-        message.archived_at = when
+        values["archive_reason"] = Message.ArchiveReason.COMPRESSION
+        values["archived_at"] = _when(row.ended) or when
     elif row.kind == ROLLED_BACK:
-        message.rollback_reason = "hermes"
-        message.rolled_back_at = when
-    if row.kind == LIVE:
-        message.token_count = tokens.count_message(message.as_openai(), session.model)
-    return message
+        values["rollback_reason"] = "hermes"
+        values["rolled_back_at"] = when
+    # Every row carries what it cost in the live context while it was there, as this
+    # service's own rows do after a compression archives them. (What Message.as_openai sends
+    # for such a row: nothing of it is pruned, named or extra.)
+    sent: dict[str, Any] = {
+        "role": row.role,
+        "content": row.parts if row.parts is not None else row.text,
+    }
+    if row.tool_calls:
+        sent["tool_calls"] = row.tool_calls
+    if row.tool_call_id:
+        sent["tool_call_id"] = row.tool_call_id
+    values["token_count"] = count(sent)
+    return values
 
 
 def import_conversation(
@@ -166,6 +204,7 @@ def import_conversation(
         position = Message.objects.filter(session=session).aggregate(p=Max("position"))["p"]
         position = -1 if position is None else position
         ids = dict(existing)
+        count = _Tokens(session.model)
         new = [r for r in rows if r.hermes_id not in existing]
         # Summaries first, newest first: an older summary may be archived under a newer one.
         positions = {}
@@ -173,11 +212,11 @@ def import_conversation(
             position += 1
             positions[row.hermes_id] = position
         for row in sorted((r for r in new if r.summary), key=lambda r: -r.hermes_id):
-            message = _message(session, row, positions[row.hermes_id], ids)
+            message = Message(**_values(session, row, positions[row.hermes_id], ids, count))
             message.continues_id = None  # set below, once what it continues exists
             message.save(force_insert=True)
             ids[row.hermes_id] = message.pk
-        batch: list[Message] = []
+        batch: list[dict[str, Any]] = []
         pending: set[int] = set()
         for row in new:
             if row.summary:
@@ -185,7 +224,7 @@ def import_conversation(
             if len(batch) >= BATCH or (row.continues in pending):
                 _flush(batch, ids)
                 pending.clear()
-            batch.append(_message(session, row, positions[row.hermes_id], ids))
+            batch.append(_values(session, row, positions[row.hermes_id], ids, count))
             pending.add(row.hermes_id)
         _flush(batch, ids)
         outcome.updated_rows = _reconcile(session, rows, ids, existing)
@@ -195,7 +234,7 @@ def import_conversation(
     return outcome
 
 
-def _flush(batch: list[Message], ids: dict[int, int]) -> None:
+def _flush(batch: list[dict[str, Any]], ids: dict[int, int]) -> None:
     """Insert the batch with one multi-row INSERT per chunk, returning each row's id and
     position (ids are matched by position, unique per session). Django's bulk_create spends
     more on preparing values than SQLite spends on the rows and their search triggers; here each
@@ -207,15 +246,14 @@ def _flush(batch: list[Message], ids: dict[int, int]) -> None:
     names = ", ".join(connection.ops.quote_name(c.column) for c in columns)
     one = "(" + ", ".join(["%s"] * len(columns)) + ")"
     per_statement = max(1, min(500, 30_000 // len(columns)))
-    by_position = {m.position: m.origin["id"] for m in batch}
+    by_position = {values["position"]: values["origin"]["id"] for values in batch}
     with connection.cursor() as cursor:
         for start in range(0, len(batch), per_statement):
             chunk = batch[start : start + per_statement]
             params: list[Any] = []
-            for message in chunk:
+            for values in chunk:
                 params.extend(
-                    adapt(getattr(message, c.attname))
-                    for c, adapt in zip(columns, adapters, strict=True)
+                    adapt(values[c.attname]) for c, adapt in zip(columns, adapters, strict=True)
                 )
             cursor.execute(
                 f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))} "  # noqa: S608
@@ -225,6 +263,11 @@ def _flush(batch: list[Message], ids: dict[int, int]) -> None:
             for pk, position in cursor.fetchall():
                 ids[by_position[position]] = pk
     batch.clear()
+
+
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    return {f.attname: f.get_default() for f in Message._meta.concrete_fields if not f.primary_key}
 
 
 def _columns() -> tuple[list[Any], list[Callable[[Any], Any]]]:
@@ -261,6 +304,7 @@ def _reconcile(
                 ids.get(row.summarized_by) if row.summarized_by else None,
                 ids.get(row.continues) if row.continues else None,
                 row.kind,
+                _when(row.ended),
             )
     if not wanted:
         return 0
@@ -274,7 +318,7 @@ def _reconcile(
     for message in stored:
         if message.pk not in wanted:
             continue
-        flags, summary, continues, kind = wanted[message.pk]
+        flags, summary, continues, kind, ended = wanted[message.pk]
         state = (message.active, message.compressed, message.summarized_by_id, message.continues_id)
         goal = (flags["active"], flags["compressed"], summary, continues)
         if state == goal:
@@ -283,12 +327,10 @@ def _reconcile(
         message.summarized_by_id, message.continues_id = summary, continues
         if kind == ARCHIVED and message.archive_reason is None:
             message.archive_reason = Message.ArchiveReason.COMPRESSION
-            message.archived_at = message.archived_at or now
+            message.archived_at = message.archived_at or ended or now
         if kind == ROLLED_BACK and not message.rollback_reason:
             message.rollback_reason = "hermes"
             message.rolled_back_at = message.rolled_back_at or now
-        if kind != LIVE:
-            message.token_count = 0
         changed.append(message)
     Message.objects.bulk_update(changed, RECONCILED, batch_size=500)
     known = set(existing.values())
@@ -335,7 +377,8 @@ def _finish(
         live_tokens=(stats["tokens"] or 0) + memory_tokens(session),
         total_messages=stats["total"] or 0,
         next_position=(stats["last"] + 1) if stats["last"] is not None else 0,
-        compressions=summaries.count(),
+        # A summary Hermes kept in a later head is its copy, not another compaction.
+        compressions=summaries.exclude(continues__is_summary=True).count(),
         cooldown_until=_when(tip.get("compression_failure_cooldown_until")),
         failure_streak=int(tip.get("compression_fallback_streak") or 0),
         ineffective_streak=int(tip.get("compression_ineffective_count") or 0),

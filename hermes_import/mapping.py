@@ -1,15 +1,12 @@
-"""Hermes's rows as this store's rows: which conversation a session belongs to, each row's kind,
-and what each summary replaced (Hermes records no link; it is inferred here).
+"""Hermes's rows as this store's rows: which conversation a session belongs to, and each row
+decoded, with the kind Hermes's flags give it.
 
 A **conversation** is a rotation chain: a session ended with ``end_reason='compression'`` and its
 continuation child, and so on; its newest link is live. Children tagged as delegates, branches
 or resets are conversations of their own.
 
-Inside one session a compaction marks every active row inactive (``compacted=1``; the originals
-of the tail it copies ``compacted=0``) and then inserts head copies, the summary and tail copies
-as fresh rows. So the rows a summary replaced are the inactive rows between the start of the
-previous generation's block and the start of its own; a block starts at its head copies, found
-as the rows just before the summary that repeat the session's first rows word for word.
+What each summary replaced, and which rows are Hermes's copies of which, is inferred in
+:mod:`hermes_import.provenance`.
 """
 
 from __future__ import annotations
@@ -18,25 +15,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_import.format import (
-    MERGED_PRIOR_CONTEXT_HEADER,
-    MERGED_SUMMARY_DELIMITER,
-    SEPARATE_MARKERS,
-    decode_content,
-    is_summary_text,
-)
+from hermes_import.format import SEPARATE_MARKERS, decode_content, is_summary_text, replay_text
 
 ROLES = ("system", "user", "assistant", "tool")
 LIVE, ARCHIVED, ROLLED_BACK = "live", "archived", "rolled_back"
-# Hermes keeps a handful of head messages (protect_first_n, 3 by default); looking further for
-# head copies only costs time on long runs of repeated text.
-MAX_HEAD = 64
 
 
 @dataclass
 class Conversation:
     links: list[str]  # Hermes session ids, oldest first; the last is live
     notes: list[str] = field(default_factory=list)
+    # Copies that do not repeat the row they stand for, one line each with the Hermes ids.
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def root(self) -> str:
@@ -121,28 +111,29 @@ class Planned:
     timestamp: float | None
     origin: dict[str, Any]
     summarized_by: int | None = None  # Hermes id of the summary that replaced it
-    continues: int | None = None  # Hermes id of the row this one repeats word for word
+    continues: int | None = None  # Hermes id of the row this one is Hermes's copy of
+    ended: float | None = None  # when it left the live context: its compaction's time
+    copied: float | None = None  # a copy: when Hermes wrote it (its compaction's time)
+    _key: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple:
+        """What a copy of this row keeps: its role and its text as Hermes replays it, or the
+        ids that tie a tool result or a tool call to its turn."""
+        if self._key is None:
+            if self.role == "tool":
+                self._key = ("tool", self.tool_call_id)
+            elif self.role == "assistant" and self.tool_calls:
+                self._key = ("calls", call_ids(self.tool_calls))
+            elif self.role in ("user", "assistant"):
+                self._key = (self.role, replay_text(self.text))
+            else:
+                self._key = (self.role, self.text)
+        return self._key
 
 
-def _same(a: Planned, b: Planned) -> bool:
-    return (a.role, a.text, a.parts, a.tool_calls, a.tool_call_id) == (
-        b.role,
-        b.text,
-        b.parts,
-        b.tool_calls,
-        b.tool_call_id,
-    )
-
-
-def _carried_text(carrier: Planned) -> str | None:
-    """The tail message inside a merged carrier (the part before the delimiter)."""
-    text = carrier.text or ""
-    if MERGED_SUMMARY_DELIMITER not in text:
-        return None
-    before = text.split(MERGED_SUMMARY_DELIMITER, 1)[0]
-    if before.startswith(MERGED_PRIOR_CONTEXT_HEADER):
-        before = before[len(MERGED_PRIOR_CONTEXT_HEADER) :]
-    return before.strip("\n")
+def call_ids(calls: list | None) -> tuple:
+    return tuple(c.get("id") for c in calls or () if isinstance(c, dict))
 
 
 def _clean(value: Any) -> Any:
@@ -199,9 +190,18 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
         "codex_message_items",
         "platform_message_id",
         "display_kind",
+        "effect_disposition",
+        "token_count",
     ):
         if row.get(key) not in (None, ""):
             origin[key] = _clean(row[key])
+    if row.get("observed"):
+        origin["observed"] = True
+    # What Hermes really sent, where it differs from what it stored (a pasted memory-context
+    # block, a plugin's injection; a copy's is the original's text as sent).
+    sent = row.get("api_content")
+    if isinstance(sent, str) and sent and sent != row["content"]:
+        origin["api_content"] = _clean(sent)
     active, compacted = bool(row["active"]), bool(row["compacted"])
     kind = LIVE if active else ARCHIVED if compacted else ROLLED_BACK
     summary = bool(row["_compressed_summary"]) or (
@@ -220,85 +220,3 @@ def plan_row(row: dict[str, Any], skipped: list[str]) -> Planned | None:
         timestamp=row["timestamp"],
         origin=origin,
     )
-
-
-def _head_count(rows: list[Planned], start: int, at: int) -> int:
-    """How many rows just before ``rows[at]`` repeat, in order, the rows the generation before
-    opened with (``rows[start:]``): the compaction's head copies."""
-    best = 0
-    for m in range(1, min(MAX_HEAD, (at - start) // 2) + 1):
-        if all(_same(rows[at - m + k], rows[start + k]) for k in range(m)):
-            best = m
-    return best
-
-
-def _match_tail(replaced: list[Planned], summary: Planned, after: list[Planned]) -> None:
-    """Pair the copied tail with its originals: the longest run at the end of what was replaced
-    that the rows after the summary repeat (the first of them inside a merged carrier). Rolled
-    back rows that nothing repeats are left out of the run; matched originals that Hermes marked
-    superseded (``compacted=0``) are archived, and each copy records the row it repeats."""
-    after = after[: len(replaced) + 1]  # copies of the tail come first; no more than it had
-    carried = _carried_text(summary)
-    copies_pool = [summary, *after] if carried is not None else after
-    candidates = [
-        r
-        for r in replaced
-        if r.kind != ROLLED_BACK
-        or any(_same(r, c) for c in after)
-        or (r.text == carried and r.role == summary.role)
-    ]
-    for k in range(min(len(candidates), len(copies_pool)), 0, -1):
-        originals, copies = candidates[-k:], copies_pool[:k]
-        if all(
-            (c is summary and o.text == carried and o.role == c.role)
-            or (c is not summary and _same(o, c))
-            for o, c in zip(originals, copies, strict=True)
-        ):
-            for original, copy in zip(originals, copies, strict=True):
-                copy.continues = copy.continues or original.hermes_id
-                if original.kind != LIVE:
-                    original.kind = ARCHIVED
-            return
-
-
-def infer(conversation: Conversation, rows: list[Planned]) -> None:
-    """Set each row's kind across links, the summary that replaced it, and the row a copy
-    repeats; note on the conversation where provenance cannot be told."""
-    by_link: dict[str, list[Planned]] = {}
-    for row in rows:
-        by_link.setdefault(row.link, []).append(row)
-    previous_live: list[Planned] = []
-    for index, link in enumerate(conversation.links):
-        link_rows = by_link.get(link, [])
-        summaries = [i for i, r in enumerate(link_rows) if r.summary]
-        start = 0
-        for n, at in enumerate(summaries):
-            summary = link_rows[at]
-            if index > 0 and n == 0:
-                # A continuation opens with the handoff of its parent's live rows.
-                head, replaced, earlier = at, previous_live, previous_live
-            else:
-                head = _head_count(link_rows, start, at)
-                replaced, earlier = link_rows[start : at - head], link_rows[start:]
-            for k in range(min(head, len(earlier))):
-                copy = link_rows[at - head + k]
-                if _same(copy, earlier[k]):
-                    copy.continues = earlier[k].hermes_id
-            _match_tail(replaced, summary, link_rows[at + 1 :])
-            rotated = index > 0 and n == 0
-            for row in replaced:
-                if row.kind == LIVE and rotated:  # a rotated parent's rows
-                    row.kind = ARCHIVED
-                if row.kind == ARCHIVED and row.summarized_by is None:
-                    row.summarized_by = summary.hermes_id
-            start = at - head
-        if index > 0 and not summaries:
-            for row in previous_live:
-                row.kind = ARCHIVED
-        previous_live = [r for r in link_rows if r.kind == LIVE]
-    missing = sum(1 for r in rows if r.kind == ARCHIVED and r.summarized_by is None)
-    if missing:
-        conversation.notes.append(
-            f"{missing} archived rows: no summary that replaced them could be told from the "
-            "rows (Hermes records none); they are archived without a link to one"
-        )

@@ -36,6 +36,11 @@ MESSAGE_DEFAULTS: dict[str, Any] = {
     "active": 1,
     "compacted": 0,
     "display_kind": None,
+    # Hermes 0.19.0 (schema version 22) writes these; older stores lack some.
+    "api_content": None,
+    "effect_disposition": None,
+    "token_count": None,
+    "observed": 0,
 }
 SESSION_DEFAULTS: dict[str, Any] = {
     "source": "",

@@ -14,8 +14,9 @@ import yaml
 from django.db import DatabaseError, connection
 
 from hermes_import.importer import import_conversation
-from hermes_import.mapping import Conversation, conversations, infer, plan_row
+from hermes_import.mapping import Conversation, conversations, plan_row
 from hermes_import.models import ImportedSession
+from hermes_import.provenance import infer
 from hermes_import.reader import HermesReadError, HermesStore
 from hermes_site.config import ConfigError, parse_config
 from sessions_app.analyze import analyze
@@ -24,6 +25,7 @@ from sessions_app.services.errors import ServiceError
 from sessions_app.services.memory import Owner, set_block
 
 MEMORY_DELIMITER = "\n§\n"
+SHOWN = 50  # report lines of one kind shown
 
 
 class ImportError_(Exception):
@@ -43,10 +45,17 @@ class Report:
     chains_joined: int = 0
     links_joined: int = 0
     skipped: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)  # the first SHOWN of them
+    unmatched_count: int = 0
     notes: list[str] = field(default_factory=list)
     config: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     dry_run: bool = False
+
+    def add_unmatched(self, lines: list[str]) -> None:
+        """Count every copy not matched; keep the first few lines (a store can hold many)."""
+        self.unmatched_count += len(lines)
+        self.unmatched += lines[: max(0, SHOWN - len(self.unmatched))]
 
     def lines(self) -> list[str]:
         verb = "would import" if self.dry_run else "imported"
@@ -62,6 +71,10 @@ class Report:
         out += [f"  {line}" for line in self.skipped[:50]]
         if len(self.skipped) > 50:
             out.append(f"  ... and {len(self.skipped) - 50} more")
+        out.append(f"Copies not matched: {self.unmatched_count}")
+        out += [f"  {line}" for line in self.unmatched]
+        if self.unmatched_count > len(self.unmatched):
+            out.append(f"  ... and {self.unmatched_count - len(self.unmatched)} more")
         out += [f"Failed: {line}" for line in self.failed]
         out += [f"Note: {line}" for line in self.notes]
         out += self.config + self.memories
@@ -252,6 +265,7 @@ def _one(
     if dry_run:
         infer(conversation, rows)
         report.notes += [f"{name}: {n}" for n in conversation.notes]
+        report.add_unmatched(conversation.unmatched)
         new = any(s not in known for s in conversation.links)
         report.created += new
         report.updated += not new
@@ -264,6 +278,7 @@ def _one(
         report.failed.append(f"{name}: not imported ({exc}); nothing of it was written")
         return
     report.notes += [f"{name}: {n}" for n in conversation.notes]
+    report.add_unmatched(conversation.unmatched)
     report.created += outcome.created
     report.updated += not outcome.created
     report.kinds.update(outcome.kinds)

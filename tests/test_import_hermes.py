@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from io import StringIO
 from pathlib import Path
@@ -239,6 +240,86 @@ def test_summaries_record_what_they_replaced(tmp_path):
     hits = search("one answer 9", Filters(session_id=session.pk)).hits
     plain = [h.message for h in hits if h.message.content == "one answer 9"]
     assert len(plain) == 1 and plain[0].continues.content == "one answer 9"
+
+
+def test_a_summary_hermes_kept_in_a_later_head_is_its_copy_not_another_compaction(tmp_path):
+    """Hermes protects the first messages again in a new process, and after a compaction that
+    kept no head those are the summary and its tail: the next compaction copies the summary."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    _chat(home, s, 8, "one")
+    home.compact(s, head=0, tail=2, body="first factfirstsummary")
+    _chat(home, s, 4, "two")
+    home.compact(s, head=2, tail=2, body="second")
+    home.close()
+    _import(tmp_path / "home")
+    session = _session(s)
+    assert session.compressions == 2
+    first, copy, second = Message.objects.filter(session=session, is_summary=True).order_by(
+        "position"
+    )
+    assert copy.continues == first and copy.active and first.summarized_by == second
+    assert [h.message for h in search("factfirstsummary", Filters()).hits] == [copy]
+    # The second summary replaced the first generation, not its own head.
+    assert second.covers_to_position < copy.position
+    assert not Message.objects.filter(summarized_by=copy).exists()
+
+
+def test_a_tail_is_found_among_many_later_rows_that_repeat_earlier_text_by_chance(tmp_path):
+    """Every reply is "ok": a long run of later rows repeats earlier rows, in step, by chance;
+    only the copies right after the summary are the tail."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    for i in range(30):
+        home.append(s, "user", f"question {i}")
+        home.append(s, "assistant", "ok")
+    home.compact(s, head=2, tail=4, body="first")
+    for i in range(60):
+        home.append(s, "user", f"later {i}")
+        home.append(s, "assistant", "ok")
+    home.close()
+    report = _import(tmp_path / "home")
+    assert "Copies not matched: 0" in report
+    session = _session(s)
+    summary = Message.objects.get(session=session, is_summary=True)
+    tail = Message.objects.filter(session=session, position__gt=summary.position).order_by(
+        "position"
+    )
+    # The summary is merged into the tail's first message (no role fits between "ok" and it).
+    assert summary.continues.content == "question 28"
+    assert [m.continues.content if m.continues else None for m in tail[:5]] == [
+        "ok",
+        "question 29",
+        "ok",
+        None,
+        None,
+    ]
+
+
+def test_a_row_taken_back_inside_the_tail_is_not_an_original_though_its_text_recurs(tmp_path):
+    """An /undo just before a compaction leaves its rows between the tail's originals; the
+    reply it took back says "ok", as the copies do, but no copy keeps its timestamp."""
+    home = HermesHome(tmp_path / "home")
+    s = home.session()
+    for i in range(10):
+        home.append(s, "user", f"question {i}")
+        home.append(s, "assistant", "ok")
+    undone = home.append(s, "user", "never mind that")
+    home.append(s, "assistant", "ok")
+    home.rewind(s, undone)
+    home.append(s, "user", "question 10")
+    home.append(s, "assistant", "ok")
+    home.compact(s, head=2, tail=4, body="first")
+    for i in range(3):
+        home.append(s, "user", f"later {i}")
+        home.append(s, "assistant", "ok")
+    home.close()
+    report = _import(tmp_path / "home")
+    assert "Copies not matched: 0" in report
+    session = _session(s)
+    taken_back = Message.objects.filter(session=session, active=False, compressed=False)
+    assert sorted(taken_back.values_list("content", flat=True)) == ["never mind that", "ok"]
+    assert not taken_back.filter(continued_by__isnull=False).exists()
 
 
 def test_a_rotation_chain_is_one_session_with_the_tips_id(tmp_path):
@@ -500,7 +581,8 @@ def _random_history(home: HermesHome, draw, steps: int) -> str:
         op = draw("op")
         n += 1
         if op == "turn":
-            home.append(sid, "user", f"ask {n} zq{n}")
+            # Typed with blanks around it now and then (a replayed copy strips them).
+            home.append(sid, "user", f"ask {n} zq{n}x" if n % 3 else f"  ask {n} zq{n}x \n")
             home.append(sid, "assistant", f"reply {n}")
         elif op == "tool":
             call = f"call_{n}"
@@ -513,7 +595,9 @@ def _random_history(home: HermesHome, draw, steps: int) -> str:
                     {"id": call, "type": "function", "function": {"name": "t", "arguments": "{}"}}
                 ],
             )
-            home.append(sid, "tool", f"output {n}", tool_call_id=call, tool_name="t")
+            # Long now and then (a replayed copy prunes it): only the original holds its word.
+            output = f"output {n} zt{n}x" + ("\n" + "line of output " * 20) * (n % 2)
+            home.append(sid, "tool", output, tool_call_id=call, tool_name="t")
             home.append(sid, "assistant", f"done {n}")
         elif op == "undo":
             users = [r for r in home.active_rows(sid) if r["role"] == "user"]
@@ -542,7 +626,7 @@ def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
         "tail": [1, 2, 4, 6],
         "modern": [True, False],
     }
-    home = HermesHome(tmp_path / "home", rng.choice(VERSIONS))
+    home = HermesHome(tmp_path / "home", rng.choice(VERSIONS), replayed_copies=seed % 2 == 0)
     tip = _random_history(home, lambda k: rng.choice(choices[k]), rng.randint(5, 120))
     home.close()
     _import(tmp_path / "home")
@@ -560,6 +644,19 @@ def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
         assert not active or kind == "archived"  # a rotated parent's live rows are archived
         if not active and compacted:
             assert kind == "archived"
+    # Each word a user typed or a tool printed shows once at most (a copy and its original
+    # once), and once where a row of it was not taken back.
+    words: dict[str, set[tuple[int, int]]] = {}
+    for content, active, compacted in hermes.execute(
+        "SELECT content, active, compacted FROM messages"
+    ):
+        for word in re.findall(r"\bz[qt]\d+x\b", content or ""):
+            words.setdefault(word, set()).add((active, compacted))
+    for word, states in words.items():
+        hits = search(word, Filters(session_id=session.pk)).hits
+        assert len(hits) <= 1, (word, [(h.message.position, h.message.kind) for h in hits])
+        if states - {(0, 0)}:
+            assert len(hits) == 1, word
     assert "0 new, 0 updated, 1 unchanged" in _import(tmp_path / "home")
 
 

@@ -35,7 +35,14 @@ LATEST = 31
 class HermesHome:
     """A folder laid out like ``~/.hermes``: ``state.db``, ``config.yaml``, ``memories/``."""
 
-    def __init__(self, root: Path, version: int = LATEST, *, db: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        version: int = LATEST,
+        *,
+        db: Path | None = None,
+        replayed_copies: bool = False,
+    ) -> None:
         if version not in VERSIONS:
             raise ValueError(f"schema versions available: {VERSIONS}")
         self.root = Path(root)
@@ -53,6 +60,10 @@ class HermesHome:
             for table in ("sessions", "messages")
         }
         self.clock = time.time() - 86_400 * 30
+        # Write a compaction's copies as the real Hermes does, from the messages it replayed:
+        # user and assistant text stripped (and a memory-context block dropped), tool results
+        # over 200 characters pruned to a one-line summary (agent/context_compressor.py).
+        self.replayed_copies = replayed_copies
 
     def _tables(self) -> set[str]:
         return {
@@ -193,14 +204,32 @@ class HermesHome:
         finally:
             self.conn.row_factory = None
 
-    def _copy(self, sid: str, row: sqlite3.Row) -> int:
+    def _copy(self, sid: str, row: sqlite3.Row, *, replayed: bool = True) -> int:
         keep = {
             k: row[k]
             for k in row.keys()  # noqa: SIM118 - a sqlite3.Row iterates values
             if k not in ("id", "session_id", "active", "compacted")
         }
         keep.pop("display_order", None)
+        if replayed:
+            keep["content"] = self._replayed(keep["role"], keep["content"], keep.get("tool_name"))
         return self._insert("messages", {**keep, "session_id": sid, "active": 1, "compacted": 0})
+
+    def _replayed(self, role: str, content: Any, tool_name: str | None) -> Any:
+        """A copy's content as the real Hermes writes it, where ``replayed_copies`` is set."""
+        if not self.replayed_copies or not isinstance(content, str):
+            return content
+        if content.startswith(CONTENT_JSON_PREFIX):
+            return content
+        if role in ("user", "assistant"):
+            while "<memory-context>" in content and "</memory-context>" in content:
+                before, _, rest = content.partition("<memory-context>")
+                content = before + rest.partition("</memory-context>")[2]
+            return content.strip()
+        if role == "tool" and len(content) > 200:
+            lines = content.count("\n") + 1
+            return f"[{tool_name or 'unknown'}] ran `command` -> exit 0, {lines} lines output"
+        return content
 
     @staticmethod
     def _summary_role(head: list[sqlite3.Row], tail: list[sqlite3.Row]) -> str | None:
@@ -235,9 +264,9 @@ class HermesHome:
                 self._copy(target, row)
             return carrier
         first = dict(tail[0])
+        carried = self._replayed(first["role"], first["content"], first.get("tool_name")) or ""
         first["content"] = (
-            f"{MERGED_PRIOR_CONTEXT_HEADER}\n{first['content']}\n\n{MERGED_SUMMARY_DELIMITER}"
-            f"\n\n{summary}"
+            f"{MERGED_PRIOR_CONTEXT_HEADER}\n{carried}\n\n{MERGED_SUMMARY_DELIMITER}\n\n{summary}"
         )
         first["_compressed_summary"] = 1
         carrier = self._insert(
@@ -326,7 +355,7 @@ class HermesHome:
             parent=sid, marker="_branched_from", system_prompt=self.system_prompt(sid)
         )
         for row in self.active_rows(sid):
-            self._copy(child, row)
+            self._copy(child, row, replayed=False)
         return child
 
     # -- the rest of a home ---------------------------------------------------------------
