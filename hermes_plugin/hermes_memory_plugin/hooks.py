@@ -62,7 +62,8 @@ def _system_prompt(request_messages: Any) -> str | None:
     return None
 
 
-def pre_api_request(**kwargs: Any) -> None:
+def _mirror(kwargs: dict[str, Any], when: str, *, system_prompt: str | None = None) -> None:
+    """Mirror the conversation a hook was given; whatever happens, the turn goes on."""
     if not active() or is_fork(kwargs.get("user_message")):
         return
     history = kwargs.get("conversation_history")
@@ -74,27 +75,22 @@ def pre_api_request(**kwargs: Any) -> None:
             str(kwargs.get("session_id") or ""),
             history,
             model=str(kwargs.get("model") or ""),
-            system_prompt=_system_prompt(kwargs.get("request_messages")),
+            system_prompt=system_prompt,
         )
-    except Exception as error:  # the turn goes on whatever happens here
-        log.warning("hermes-memory: mirroring before the model call failed: %s", error)
+    except Exception as error:
+        log.warning("hermes-memory: mirroring %s failed: %s", when, error)
+
+
+def pre_api_request(**kwargs: Any) -> None:
+    _mirror(
+        kwargs,
+        "before the model call",
+        system_prompt=_system_prompt(kwargs.get("request_messages")),
+    )
 
 
 def post_llm_call(**kwargs: Any) -> None:
-    if not active() or is_fork(kwargs.get("user_message")):
-        return
-    history = kwargs.get("conversation_history")
-    if not isinstance(history, list):
-        return
-    try:
-        sync.mirror(
-            settings_module.load(),
-            str(kwargs.get("session_id") or ""),
-            history,
-            model=str(kwargs.get("model") or ""),
-        )
-    except Exception as error:
-        log.warning("hermes-memory: mirroring the turn's reply failed: %s", error)
+    _mirror(kwargs, "the turn's reply")
 
 
 def api_request_error(**kwargs: Any) -> None:
