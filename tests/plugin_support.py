@@ -48,8 +48,18 @@ def install_plugin() -> str | None:
     installed, else why it could not be."""
     if "result" not in _installed:
         done = subprocess.run(
-            [str(HERMES_PYTHON), "-m", "pip", "install", "--no-deps", "--no-input",
-             "--disable-pip-version-check", "--target", str(PLUGIN_SITE), str(PLUGIN_ROOT)],
+            [
+                str(HERMES_PYTHON),
+                "-m",
+                "pip",
+                "install",
+                "--no-deps",
+                "--no-input",
+                "--disable-pip-version-check",
+                "--target",
+                str(PLUGIN_SITE),
+                str(PLUGIN_ROOT),
+            ],
             capture_output=True,
             text=True,
             timeout=300,
@@ -160,6 +170,9 @@ class PluginAgent(ScriptedAgent):
                     "arguments": json.dumps({"query": asked.group(1)}),
                 },
             }
-            return Reply(None, tool_calls=[call_], usage={"prompt_tokens": self.prompt_tokens(body),
-                                                          "completion_tokens": 20})
+            return Reply(
+                None,
+                tool_calls=[call_],
+                usage={"prompt_tokens": self.prompt_tokens(body), "completion_tokens": 20},
+            )
         return super().answer(body)

@@ -16,7 +16,7 @@ from compression.testing.fake_model import FakeModelServer
 from tests.hermes_peer import HermesGateway, HermesHome, ScriptedAgent
 
 OUT = Path(__file__).resolve().parent / "data" / "hermes_working_list.json"
-RECORDER = '''
+RECORDER = """
 import json, os
 
 
@@ -28,7 +28,7 @@ def _dump(**kwargs):
 
 def register(ctx):
     ctx.register_hook("post_llm_call", _dump)
-'''
+"""
 
 
 def main() -> None:

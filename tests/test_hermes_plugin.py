@@ -27,7 +27,7 @@ from tests.hermes_peer import (
 from tests.plugin_support import PLUGIN_SITE, LiveService, PluginAgent, install_plugin
 from tests.processes import isolated_env
 
-pytestmark = needs_hermes
+pytestmark = [needs_hermes, pytest.mark.peer]
 MARKER = re.compile(r"\[Originals (#\d+-#\d+) are kept")
 # The service decides: it compresses once the reported prompt passes 50,000 tokens; the loopback
 # model reports 1,000 tokens a message, so the 50th message of the live context trips it.
@@ -211,7 +211,8 @@ def test_forty_turns_with_tools_are_mirrored_once_compressed_by_the_service_and_
     # The model's recall of an archived turn found the original.
     assert recalled_at is not None
     asked = next(
-        r for r in agent.requests
+        r
+        for r in agent.requests
         if r["messages"][-1].get("role") == "tool"
         and text_of(r["messages"][-2]) == ""
         and "recall_" in json.dumps(r["messages"][-2].get("tool_calls"))

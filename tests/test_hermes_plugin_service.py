@@ -66,9 +66,7 @@ def stored(external_id: str) -> list[tuple[str, str]]:
     return [(m.role, m.content or "") for m in rows]
 
 
-def test_every_message_reaches_the_service_once_even_when_an_answer_was_lost(
-    tmp_path, service
-):
+def test_every_message_reaches_the_service_once_even_when_an_answer_was_lost(tmp_path, service):
     url, key = service
     plugin = config(tmp_path, url, key)
     history = turn(0, tool=True)
@@ -269,7 +267,6 @@ def test_when_the_service_continues_a_compressed_session_in_a_new_one_the_mirror
     assert state.acked == state.sent == continuation.next_sequence == len(history) + 2
     live = Message.objects.filter(session=continuation, active=True).order_by("position")
     assert [m.content for m in live][-2:] == [m["content"] for m in turn(6)]
-
 
 
 def test_a_compression_the_service_ran_on_its_own_is_adopted_not_run_again(

@@ -118,8 +118,10 @@ def context_to_hermes(messages: list[Any]) -> list[dict[str, Any]]:
     """The service's live context without its leading system messages (Hermes sends its own
     system prompt ahead of the list; a second one would be sent twice)."""
     start = 0
-    while start < len(messages) and isinstance(messages[start], dict) and (
-        messages[start].get("role") == "system"
+    while (
+        start < len(messages)
+        and isinstance(messages[start], dict)
+        and (messages[start].get("role") == "system")
     ):
         start += 1
     return [m for m in (to_hermes(x) for x in messages[start:]) if m is not None]

@@ -150,9 +150,7 @@ def _expected(answer: Answer) -> int | None:
 def _took(state: State, answer: Answer, batch: Batch) -> None:
     body = answer.body if isinstance(answer.body, dict) else {}
     next_sequence = body.get("next_sequence")
-    state.acked = max(
-        state.acked, next_sequence if isinstance(next_sequence, int) else batch.end
-    )
+    state.acked = max(state.acked, next_sequence if isinstance(next_sequence, int) else batch.end)
     for decision in body.get("decisions") or []:
         if isinstance(decision, dict) and decision.get("action") == "due":
             state.due = True
@@ -186,9 +184,7 @@ def _resequence(conversation: Conversation, batches: list[Batch], expected: int)
     state.acked = expected
 
 
-def _reject(
-    conversation: Conversation, batch: Batch, rest: list[Batch], answer: Answer
-) -> None:
+def _reject(conversation: Conversation, batch: Batch, rest: list[Batch], answer: Answer) -> None:
     """A batch the service refuses as it stands (422, 413, a conflict): it would be refused on
     every retry, so it is set aside in ``rejected.jsonl`` and the spool goes on without it."""
     state = conversation.state

@@ -25,7 +25,7 @@ RECALL_SCHEMA: dict[str, Any] = {
     "description": (
         "Search every message of this conversation ever said, including the originals that "
         "were summarised away (the summary names their positions, e.g. '#12-#480'). Use it "
-        "when a detail from earlier is not in view: give a query (words, a \"phrase\", "
+        'when a detail from earlier is not in view: give a query (words, a "phrase", '
         "prefix*), or around=<position> to read the messages at and around a hit. "
         "scope='channel' searches every conversation of this channel."
     ),
@@ -142,5 +142,6 @@ class HermesMemoryEngine(ContextEngine):
     ) -> None:
         super().update_model(model, context_length, base_url, api_key, provider, api_mode)
         if self.session_id:
-            sync.begin(settings_module.load(), self.session_id, model=model,
-                       context_length=context_length)
+            sync.begin(
+                settings_module.load(), self.session_id, model=model, context_length=context_length
+            )

@@ -154,9 +154,7 @@ def compress(
                 state.compress_away_logged = True
             return None
         try:
-            adopt, answered = _run_compression(
-                settings, conversation, focus, force, memory_context
-            )
+            adopt, answered = _run_compression(settings, conversation, focus, force, memory_context)
             if not adopt:
                 return None
             return _adopt_context(settings, conversation, kept, answered)
@@ -286,8 +284,10 @@ def recall(
             answer = call(settings, "POST", path, body)
         except Away as away:
             return _error(f"the memory service is not reachable now ({away}); try later")
-        if answer.ok and isinstance(answer.body, dict) and isinstance(
-            answer.body.get("content"), str
+        if (
+            answer.ok
+            and isinstance(answer.body, dict)
+            and isinstance(answer.body.get("content"), str)
         ):
             return answer.body["content"]
         return _error(f"the memory service answered {answer.status}: {answer.detail()}")
@@ -346,9 +346,7 @@ def _follow(state: State, session_id: Any) -> None:
     """The service's ``in_place: false`` continues a compressed session in a new one (which
     takes over the ``external_id`` and the sequence count): mirror into that from now on."""
     if isinstance(session_id, str) and session_id and session_id != state.service_id:
-        log.info(
-            "hermes-memory: service session %s continues in %s", state.service_id, session_id
-        )
+        log.info("hermes-memory: service session %s continues in %s", state.service_id, session_id)
         state.service_id = session_id
 
 
