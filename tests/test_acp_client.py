@@ -104,6 +104,7 @@ def _sections(chat: FakeModelServer, summariser: FakeModelServer) -> str:
     )
 
 
+@pytest.mark.peer
 @needs_client
 def test_the_official_client_initialises_streams_a_reply_and_compresses_with_a_focus(
     tmp_path, models
@@ -161,6 +162,7 @@ def test_the_official_client_initialises_streams_a_reply_and_compresses_with_a_f
     assert ["user", prompts[1]["text"], "archived"] in rows
 
 
+@pytest.mark.peer
 @needs_client
 def test_a_resource_link_in_a_prompt_reaches_the_model_as_a_link(tmp_path, models):
     """ACP's baseline: every agent takes text and resource_link blocks in a prompt (an editor's
@@ -184,6 +186,7 @@ def test_a_resource_link_in_a_prompt_reaches_the_model_as_a_link(tmp_path, model
     assert [r[1] for r in rows if r[0] == "user"] == [f"Why is {said} slow?", said]
 
 
+@pytest.mark.peer
 @needs_client
 @pytest.mark.parametrize(
     "how",
@@ -255,6 +258,7 @@ def test_the_tested_sdk_version_is_the_one_the_docs_name():
         assert json.loads(SDK.read_text(encoding="utf-8"))["version"] == version
 
 
+@pytest.mark.peer
 @needs_client
 def test_the_official_client_takes_a_search_the_model_made_as_a_tool_call(tmp_path, models):
     """The SDK validates every notification it receives: a tool_call and its update that it

@@ -17,6 +17,8 @@ from jsonschema import Draft7Validator
 from compression.testing.fake_codex import FakeCodex
 from tests import codex_peer
 
+pytestmark = pytest.mark.peer  # the real app server's schema
+
 FAKE = [sys.executable, "-m", "compression.testing.fake_codex"]
 
 

@@ -21,7 +21,10 @@ from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app.models import Message, Session
 from tests import codex_peer
 
-pytestmark = pytest.mark.skipif(codex_peer.missing() is not None, reason=str(codex_peer.missing()))
+pytestmark = [
+    pytest.mark.peer,
+    pytest.mark.skipif(codex_peer.missing() is not None, reason=str(codex_peer.missing())),
+]
 
 WORDS = ["aardvark", "bassoon", "cormorant", "dulcimer", "echidna"]
 COMPACTION_PROMPT = "CONTEXT CHECKPOINT COMPACTION"  # what Codex asks a provider to summarise

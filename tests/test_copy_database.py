@@ -106,6 +106,7 @@ def test_copying_into_an_empty_sqlite_file_moves_every_row_and_verifies(tmp_path
         _copy_and_compare(env, f"sqlite:///{tmp_path / 'copy.sqlite3'}")
 
 
+@pytest.mark.postgres
 def test_copying_into_postgresql_makes_a_working_database(tmp_path: Path):
     try:
         admin = _admin_connection(POSTGRES)
@@ -177,6 +178,7 @@ def test_grants_of_permissions_the_target_lacks_are_reported_and_skipped(tmp_pat
     assert after["permission"] == ["view_message", "sessions_app"]
 
 
+@pytest.mark.postgres
 def test_a_postgresql_dump_restores_into_a_working_database(tmp_path: Path):
     """The documented backup (pg_dump / pg_restore) brings back every row and the search indexes
     (the generated columns call our functions while the dump is restored)."""

@@ -25,7 +25,7 @@ from tests.hermes_peer import (
     text_of,
 )
 
-pytestmark = needs_hermes
+pytestmark = [needs_hermes, pytest.mark.peer]
 
 
 def sent(request: dict) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from compression.testing.fake_model import FakeModelServer
 from tests.hermes_peer import HermesHome, ScriptedAgent, needs_hermes
 
-pytestmark = needs_hermes
+pytestmark = [needs_hermes, pytest.mark.peer]
 
 
 def test_real_hermes_streams_calls_a_tool_and_compacts_once_its_reported_prompt_passes_threshold(

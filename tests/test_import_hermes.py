@@ -727,6 +727,7 @@ def test_a_damaged_page_fails_only_the_conversations_it_holds(tmp_path):
         assert live_context(_session(sid))[-1]["content"].startswith("conv")
 
 
+@pytest.mark.postgres
 def test_an_import_leaves_postgresql_fresh_statistics(tmp_path):
     from django.db import connection
 

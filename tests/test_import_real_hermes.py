@@ -37,7 +37,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SOURCES = ("recorded", "committed")
 
 
-@pytest.fixture(params=[(s, n) for n in sorted(SCENARIOS) for s in SOURCES], ids="-".join)
+@pytest.fixture(
+    params=[
+        pytest.param((s, n), id=f"{s}-{n}", marks=[pytest.mark.peer] if s == "recorded" else [])
+        for n in sorted(SCENARIOS)
+        for s in SOURCES
+    ]
+)
 def home(request, tmp_path) -> Recorded:
     source, name = request.param
     if source == "recorded":
@@ -254,6 +260,7 @@ print(json.dumps([m["content"] for m in pruned if m["role"] == "tool"][:-1]))
 """
 
 
+@pytest.mark.peer
 @pytest.mark.skipif(missing() is not None, reason=missing() or "")
 def test_every_form_hermes_prunes_a_tool_result_to_is_recognised_as_its_copy():
     """Hermes's own pruning (its _prune_old_tool_results, run in its virtualenv) on outputs of

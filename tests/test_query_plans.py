@@ -62,6 +62,7 @@ def test_the_answered_calls_of_a_tool_turn_read_the_live_rows_index(session):
     assert "msg_live_rows" in _plan(query)
 
 
+@pytest.mark.postgres
 def test_the_scan_walks_the_newest_rows_first_on_postgresql_even_without_statistics(session):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only: SQLite's scan has no other plan to choose")

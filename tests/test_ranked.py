@@ -84,6 +84,7 @@ def test_with_nothing_newer_than_the_kept_rows_a_lookup_walks_no_matches(db):
     assert [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
 
 
+@pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: FTS5 answers 'none' at once"
 )
@@ -338,6 +339,7 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
         assert all(line.startswith("SEARCH") for line in lines), plan
 
 
+@pytest.mark.postgres
 def test_on_postgresql_an_entry_whose_kept_rows_all_left_the_index_is_still_found(db):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only: the one-call lookup")
@@ -363,10 +365,12 @@ def _scans() -> dict[str, tuple[int, int]]:
     return {t: found.get(t, (0, 0)) for t in (ranked.TERMS, ranked.ROWS, "sessions_app_message")}
 
 
+@pytest.mark.postgres
 def test_on_postgresql_the_newer_matches_are_a_walk_down_the_primary_key_without_statistics(db):
     _newer_matches_walk_the_key(outside=False)
 
 
+@pytest.mark.postgres
 def test_so_they_are_outside_any_transaction_as_a_request_looks_up(transactional_db):
     """A request's lookup runs without a transaction: the plan's settings then need one of
     their own, or they would be ignored."""
@@ -413,6 +417,7 @@ def test_a_refresh_that_succeeds_leaves_no_record_in_the_task_queue(db):
     assert not Task.objects.filter(func="search.tasks.refresh_ranked").exists()
 
 
+@pytest.mark.postgres
 def test_two_refreshes_of_one_query_racing_on_postgresql_leave_one_entry_and_no_error(
     transactional_db,
 ):

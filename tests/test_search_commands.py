@@ -86,6 +86,7 @@ def test_reindex_rebuilds_every_index_and_checks_it(session):
     assert "2 hit(s) from the words index" in run("search", "nginx")[0]
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)  # REINDEX CONCURRENTLY cannot run in a transaction
 def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
     if connection.vendor != "postgresql":

@@ -11,9 +11,12 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app import services
 from sessions_app.keys import create_channel
 
-pytestmark = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's trigram index is FTS5"
-)
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's trigram index is FTS5"
+    ),
+]
 
 ROWS = 1_200
 

@@ -340,6 +340,7 @@ def test_the_trim_is_scheduled_every_minute(db):
     assert pydoc.locate(schedule.func) is trim_recent_index  # the worker imports it by this path
 
 
+@pytest.mark.postgres
 def test_on_postgresql_the_trim_has_nothing_to_do(db):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only: runs in the PostgreSQL pass of ./bin/test")

@@ -153,6 +153,7 @@ def test_after_optimize_the_live_context_still_reads_its_own_index(gateway):
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_optimize_vacuums_and_analyzes_every_table_on_postgresql(make_gateway):
     if connection.vendor != "postgresql":

@@ -101,3 +101,10 @@ def screenshot(page, request):
         return path
 
     return take
+
+
+def pytest_collection_modifyitems(items):
+    """Every test here drives the browser: the quick lane (``-m "not browser"``) leaves them out."""
+    for item in items:
+        if "tests/browser/" in item.nodeid:
+            item.add_marker(pytest.mark.browser)
