@@ -65,6 +65,32 @@ def test_bin_test_keeps_each_pass_s_screenshots_in_its_own_folder_and_clears_the
     assert not (artifacts / "screenshots").exists()
 
 
+def test_the_quick_lane_runs_one_sqlite_pass_without_the_marked_tests_or_the_peers(tmp_path):
+    _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
+    calls = tmp_path / "calls"
+    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff", ".venv/bin/python"):
+        _script(tmp_path / stub, f'#!/bin/sh\necho "{stub} $*" >> {calls}\nexit 0\n')
+
+    run = subprocess.run(
+        [str(tmp_path / "bin" / "test"), "--quick", "-k", "api"],
+        env=_env(HERMES_DATABASE_URL="postgres://elsewhere/db"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert run.returncode == 0, run.stderr
+    lines = calls.read_text().splitlines()
+    assert not any(line.startswith("bin/peers") for line in lines)
+    assert "bin/bootstrap " in lines and ".venv/bin/ruff format --check ." in lines
+    pytest_runs = [line for line in lines if line.startswith(".venv/bin/python -m pytest")]
+    assert pytest_runs == [
+        ".venv/bin/python -m pytest -m not browser and not peer and not postgres and not slow"
+        " -k api"
+    ]
+    assert "PostgreSQL" not in run.stdout
+
+
 @pytest.mark.parametrize("status", [0, 3])
 def test_ci_says_last_where_the_screenshots_are_and_keeps_the_tests_exit_status(tmp_path, status):
     ci = (ROOT / ".ci" / "run").read_text()
