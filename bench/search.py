@@ -247,7 +247,7 @@ def _index_alone(q: str, index: str | None) -> float | None:
     where no FTS5 index answered (the scan) or on PostgreSQL."""
     from django.db import connection
 
-    from hermes_site.config import get_config
+    from core.config import get_config
     from search.fts import table
     from search.query import parse
 

@@ -23,7 +23,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from compression.testing.fake_model import Digest, Fail, FakeModelServer
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Session
 from sessions_app.services import append_messages
 

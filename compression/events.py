@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from compression.models import CompressionEvent
-from hermes_site.logs import current_request_id
+from core.logs import current_request_id
 from sessions_app.models import Session
 
 REASON_CHARS = 300  # the column's size
@@ -146,7 +146,7 @@ def trim_decisions(now: datetime | None = None) -> int:
     """Delete trigger decisions whose last repeat is older than ``events.retention_days``, a
     batch at a time (each its own short transaction, so appends never wait long behind it);
     compressions, failures, prunes and resets are kept. Returns how many went."""
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     days = get_config().events.retention_days
     if not days:

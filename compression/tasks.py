@@ -11,8 +11,8 @@ from compression.engine.compress import AlreadyRunning, CompressionResult, compr
 from compression.events import record_event
 from compression.models import CompressionEvent
 from compression.policy import guards
-from hermes_site.errors import report
-from hermes_site.logs import bind_request_id, unbind
+from core.errors import report
+from core.logs import bind_request_id, unbind
 from sessions_app.models import Session
 
 
@@ -255,7 +255,7 @@ def idle_sweep() -> dict[str, Any]:
 
     from compression.models import CompressionEvent
     from compression.policy.triggers import decide, run_automatic
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     config = get_config().compression
     if not config.idle_compact_after_seconds:

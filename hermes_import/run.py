@@ -13,12 +13,12 @@ from typing import Any
 import yaml
 from django.db import DatabaseError, connection
 
+from core.config import ConfigError, parse_config
 from hermes_import.importer import import_conversation
 from hermes_import.mapping import Conversation, conversations, plan_row
 from hermes_import.models import ImportedSession
 from hermes_import.provenance import infer
 from hermes_import.reader import HermesReadError, HermesStore
-from hermes_site.config import ConfigError, parse_config
 from sessions_app.analyze import analyze
 from sessions_app.models import Channel
 from sessions_app.services.errors import ServiceError

@@ -16,7 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 
 from compression.api import router as compression_router
-from hermes_site.errors import report
+from core.errors import report
 from search.api import router as search_router
 from search.query import MAX_QUERY_CHARS
 from sessions_app.api.auth import UNSCOPED, ExpiredKey

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from hermes_site.config import config_path, load_config
+from core.config import config_path, load_config
 
 _server = load_config(config_path(Path(__file__).resolve().parent.parent)).server
 
@@ -50,8 +50,8 @@ if _server.log_format == "json":
     logconfig_dict = {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "hermes_site.logs.RequestIdFilter"}},
-        "formatters": {"json": {"()": "hermes_site.logs.JsonFormatter"}},
+        "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+        "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
         "handlers": {"json": _json_handler},
         "root": {"level": "INFO", "handlers": ["json"]},
         "loggers": {

@@ -1,7 +1,7 @@
 """``GET /metrics``: Prometheus's text format, from prometheus_client.
 
 Two sources. What a process observes itself (request and search latency) comes from the
-instruments in ``hermes_site.instruments`` (added up across gunicorn's processes when
+instruments in ``core.instruments`` (added up across gunicorn's processes when
 ``PROMETHEUS_MULTIPROC_DIR`` is set). What lives in the database -- compressions and their
 durations and tokens, sessions held back by a guard, the task queue, sizes -- is read at scrape
 time by ``DatabaseCollector`` with a few aggregate queries: compressions run in the worker
@@ -47,8 +47,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from compression.models import CompressionEvent
-from hermes_site import instruments  # noqa: F401 - registers the in-process instruments
-from hermes_site.config import get_config
+from core import instruments  # noqa: F401 - registers the in-process instruments
+from core.config import get_config
 from sessions_app.models import Session
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from hermes_site.config import ConfigError, config_path, load_config
+from core.config import ConfigError, config_path, load_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 TESTING = "pytest" in sys.modules
@@ -79,19 +79,19 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First, so it times and ids everything below, and sees every answer (request ids, metrics).
-    "hermes_site.middleware.RequestObserver",
+    "core.middleware.RequestObserver",
     "django.middleware.security.SecurityMiddleware",
-    "hermes_site.middleware.ContentSecurityPolicy",
+    "core.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "hermes_site.middleware.ApiBodyLimit",
+    "core.middleware.ApiBodyLimit",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, so it sees the exceptions of every view (process_exception runs bottom-up).
-    "hermes_site.middleware.UnexpectedErrors",
+    "core.middleware.UnexpectedErrors",
 ]
 
 ROOT_URLCONF = "hermes_site.urls"
@@ -150,7 +150,7 @@ else:
     DATABASES = {
         "default": {
             # Django's backend with writers queued before BEGIN IMMEDIATE (see its gate module).
-            "ENGINE": "hermes_site.sqlite_backend",
+            "ENGINE": "core.sqlite_backend",
             "NAME": _sqlite_path,
             "OPTIONS": {
                 "timeout": _server.sqlite_busy_timeout_seconds,
@@ -192,7 +192,7 @@ STORAGES = {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
             if TESTING
-            else "hermes_site.storage.StaticStorage"
+            else "core.storage.StaticStorage"
         )
     },
 }
@@ -231,13 +231,13 @@ Q_CLUSTER = {
     "sync": TESTING,
 }
 
-# server.log_format: text (the message alone, as before) or json (hermes_site.logs); either way
+# server.log_format: text (the message alone, as before) or json (core.logs); either way
 # every record carries the request id of the request (or queued task) it was logged in.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "hermes_site.logs.RequestIdFilter"}},
-    "formatters": {"json": {"()": "hermes_site.logs.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",

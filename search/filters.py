@@ -25,7 +25,7 @@ class Filters:
     def resolved(self) -> Filters:
         from dataclasses import replace
 
-        from hermes_site.config import get_config
+        from core.config import get_config
 
         config = get_config().search
         return replace(

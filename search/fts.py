@@ -147,7 +147,7 @@ def drop_statements() -> Iterator[str]:
 
 
 def recent_rows() -> int:
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     return get_config().search.recent_rows
 

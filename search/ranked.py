@@ -137,7 +137,7 @@ def scope(channel_id: int | None) -> int:
 
 
 def enabled() -> bool:
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     return get_config().search.rank_queries > 0
 
@@ -247,7 +247,7 @@ def flush() -> None:
     down) costs the search nothing: it is logged, and the next lookup asks again."""
     from django_q.tasks import async_task
 
-    from hermes_site.logs import task_kwargs
+    from core.logs import task_kwargs
 
     asks, _pending.asks = getattr(_pending, "asks", None) or [], []
     for key, phrases, channel_id in asks:

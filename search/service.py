@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection, transaction
 
-from hermes_site.instruments import SEARCH_SECONDS
+from core.instruments import SEARCH_SECONDS
 from search import backends, ranked, results, rows
 from search.filters import Filters
 from search.query import InvalidQuery, ParsedQuery, Route, parse

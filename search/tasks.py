@@ -61,8 +61,8 @@ def refresh_ranked(
     """Score every match of a common query in its scope and keep its best rows (search.ranked):
     asked for by a lookup that filled its rank window. Reads without the write lock (the
     scoring: ~2 µs a match on SQLite), then one short write transaction."""
-    from hermes_site.config import get_config
-    from hermes_site.logs import bind_request_id, unbind
+    from core.config import get_config
+    from core.logs import bind_request_id, unbind
     from search import ranked
     from search.query import Route
 

@@ -128,7 +128,7 @@ def revoke_key(api_key: ApiKey, actor: str | None = None) -> bool:
 
 
 def rotation_grace() -> timedelta:
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     return timedelta(hours=get_config().keys.rotation_grace_hours)
 

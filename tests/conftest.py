@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from hermes_site.config import HermesConfig, parse_config
+from core.config import HermesConfig, parse_config
 from sessions_app.keys import create_channel
 from sessions_app.models import Channel
 

@@ -8,20 +8,21 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("hermes_site", "sessions_app", "search", "compression", "hermes_import")
+APPS = ("core", "hermes_site", "sessions_app", "search", "compression", "hermes_import")
 
 # Each layer and the layers it may import. A module belongs to the longest prefix listed.
 LAYERS: dict[str, set[str]] = {
-    "site_base": set(),  # configuration, error reporting, small request guards
-    "store": {"site_base"},
-    "search": {"store", "site_base"},
-    "records": {"store", "site_base"},  # compression.models, compression.events
-    "engine": {"records", "store", "site_base"},
-    "policy": {"engine", "records", "store", "site_base"},
-    "paths": {"engine", "records", "store", "site_base"},
+    # core/: configuration, logs, errors, metrics instruments, storage helpers, middleware.
+    "ground": set(),
+    "store": {"ground"},
+    "search": {"store", "ground"},
+    "records": {"store", "ground"},  # compression.models, compression.events
+    "engine": {"records", "store", "ground"},
+    "policy": {"engine", "records", "store", "ground"},
+    "paths": {"engine", "records", "store", "ground"},
     # The turn offers the model session_search: the agent reads the search it answers with.
-    "agent": {"policy", "paths", "engine", "records", "store", "search", "site_base"},
-    "pages": {"agent", "policy", "paths", "engine", "records", "store", "search", "site_base"},
+    "agent": {"policy", "paths", "engine", "records", "store", "search", "ground"},
+    "pages": {"agent", "policy", "paths", "engine", "records", "store", "search", "ground"},
     # The app's entry points: Django's app config, URLs, the API, queued tasks, commands.
     "entry": {
         "pages",
@@ -32,7 +33,7 @@ LAYERS: dict[str, set[str]] = {
         "records",
         "store",
         "search",
-        "site_base",
+        "ground",
     },
     "site": {
         "entry",
@@ -44,28 +45,19 @@ LAYERS: dict[str, set[str]] = {
         "records",
         "store",
         "search",
-        "site_base",
+        "ground",
     },
-    "testing": {"site_base"},  # loopback servers: stand alone
+    "testing": {"ground"},  # loopback servers: stand alone
     # The demo plays its history through the live triggers against the loopback model; nothing
     # the service runs imports it (only ``manage.py setup_demo``, which is part of it).
-    "demo": {"entry", "policy", "engine", "records", "store", "site_base", "testing"},
+    "demo": {"entry", "policy", "engine", "records", "store", "ground", "testing"},
     # Bringing a Hermes Agent home across: it writes into the store, nothing else.
-    "importer": {"store", "site_base"},
+    "importer": {"store", "ground"},
     "import_testing": {"importer"},  # Hermes homes for tests, in Hermes's own schema
 }
 LAYERS["site"].add("importer")
 PREFIXES = {
-    "hermes_site.config": "site_base",
-    "hermes_site.config_errors": "site_base",
-    "hermes_site.config_blocks": "site_base",
-    "hermes_site.config_hooks": "site_base",
-    "hermes_site.errors": "site_base",
-    "hermes_site.middleware": "site_base",
-    "hermes_site.instruments": "site_base",
-    "hermes_site.logs": "site_base",
-    "hermes_site.storage": "site_base",
-    "hermes_site.hermes_compat": "site_base",
+    "core": "ground",
     "hermes_site": "site",
     "sessions_app": "store",
     "search": "search",
@@ -183,3 +175,15 @@ def test_no_production_module_is_over_500_lines():
         and (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert long == {}, long
+
+
+def test_no_part_but_the_roof_imports_hermes_site():
+    known = modules()
+    wrong = [
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if layer(name) != "site"
+        for target in imports(path, known)
+        if target.split(".")[0] == "hermes_site"
+    ]
+    assert wrong == [], wrong

@@ -22,7 +22,7 @@ from django.utils import timezone
 from compression.engine.compress import compress
 from compression.models import CompressionEvent, HookDelivery
 from compression.testing.fake_model import FakeModelServer, Reply
-from hermes_site.config import ConfigError, parse_config
+from core.config import ConfigError, parse_config
 from sessions_app.models import Message, Session
 from tests.test_compression import assert_consistent, turn
 

@@ -14,7 +14,7 @@ from compression.engine.prompt import SUMMARY_PREFIX, SUMMARY_SUFFIX, budget_tok
 from compression.engine.selection import orphans
 from compression.models import CompressionEvent
 from compression.testing.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
-from hermes_site.config import CompressionConfig
+from core.config import CompressionConfig
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_site.config import (
+from core.config import (
     CompressionConfig,
     ConfigError,
     HermesConfig,
@@ -312,7 +312,7 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
             check=True,
         ).stdout.strip()
 
-    assert settings_with() == f"hermes_site.sqlite_backend {tmp_path}/hermes.sqlite3 None default"
+    assert settings_with() == f"core.sqlite_backend {tmp_path}/hermes.sqlite3 None default"
     assert (
         settings_with(
             HERMES_DATABASE_URL="postgres://u:p@db.example:5433/mem",
@@ -321,10 +321,10 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
         == "django.db.backends.postgresql mem redis://cache.example:6379/2 None"
     )
     assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
-        f"hermes_site.sqlite_backend {tmp_path}/other.sqlite3 None default"
+        f"core.sqlite_backend {tmp_path}/other.sqlite3 None default"
     )
     relative = settings_with(HERMES_DATABASE_URL="sqlite:///var/other.sqlite3")
-    assert relative == f"hermes_site.sqlite_backend {ROOT}/var/other.sqlite3 None default"
+    assert relative == f"core.sqlite_backend {ROOT}/var/other.sqlite3 None default"
     for junk, message in (
         ("sqlite://", "needs a file"),
         ("sqlitex://x/y", "server.database_url"),

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from compression.models import CompressionEvent
-from hermes_site.middleware import CONTENT_SECURITY_POLICY
+from core.middleware import CONTENT_SECURITY_POLICY
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from compression.policy.threshold import Override, compute_threshold, match_override
-from hermes_site.config import CompressionConfig, ConfigError, load_config, parse_config
+from core.config import CompressionConfig, ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "hermes"
@@ -75,7 +75,7 @@ def test_a_key_hermes_has_and_this_service_does_not_use_is_accepted_and_named(
     for part in section.split("."):
         block = block[part]
     block[key] = value
-    with caplog.at_level(logging.WARNING, logger="hermes_site.config"):
+    with caplog.at_level(logging.WARNING, logger="core.config"):
         _, adapted = _parse(data)
     assert adapted.unused == [f"{section}.{key}"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -88,7 +88,7 @@ def test_all_unused_keys_share_one_warning_line(caplog):
         "model": {"default": "m", "api_mode": "codex_responses", "streaming": True},
         "auxiliary": {"compression": {"context_length": 200000}},
     }
-    with caplog.at_level(logging.WARNING, logger="hermes_site.config"):
+    with caplog.at_level(logging.WARNING, logger="core.config"):
         parse_config(data, "config.yaml")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [

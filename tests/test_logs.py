@@ -19,7 +19,7 @@ import pytest
 from django.test import Client
 
 from compression.tasks import compress_task
-from hermes_site.logs import JsonFormatter, RequestIdFilter
+from core.logs import JsonFormatter, RequestIdFilter
 from tests.processes import ROOT, isolated_env, python, stop_all, wait_for
 from tests.test_compression import turn
 from tests.test_live_service import _call, _free_port

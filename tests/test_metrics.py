@@ -96,7 +96,7 @@ def test_with_a_token_only_the_right_bearer_token_reads_metrics_from_anywhere(db
 
 
 def test_a_short_metrics_token_is_refused_at_start_up():
-    from hermes_site.config import ConfigError, parse_config
+    from core.config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=r"server\.metrics_token: .*at least 16") as refused:
         parse_config({"server": {"metrics_token": "nearly-secret"}})

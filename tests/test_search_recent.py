@@ -15,7 +15,7 @@ from django.apps import apps
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from hermes_site.config import ConfigError, parse_config
+from core.config import ConfigError, parse_config
 from search import fts
 from search.apps import _ensure_indexes as _after_migrate
 from search.query import parse

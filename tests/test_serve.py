@@ -524,14 +524,14 @@ def test_the_static_fingerprint_changes_with_a_source_file_and_only_then(tmp_pat
 
 @pytest.mark.parametrize("bind", ["8000", "localhost", ":8000", "host:port"])
 def test_a_bind_address_without_host_and_port_is_refused_with_the_expected_form(bind):
-    from hermes_site.config import ConfigError, parse_config
+    from core.config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=r"server\.bind: .*HOST:PORT"):
         parse_config({"server": {"bind": bind}})
 
 
 def test_the_serve_defaults_suit_sqlite_and_stop_within_ten_seconds():
-    from hermes_site.config import parse_config
+    from core.config import parse_config
 
     server = parse_config({}).server
     assert server.bind == "127.0.0.1:8000"

@@ -25,7 +25,7 @@ def test_collectstatic_writes_hashed_compressed_files_that_the_pages_use(tmp_pat
         python("manage.py", "collectstatic", "--noinput", "-v0", env=env, timeout=300)
         out = python("-c", CHECK, env=env)
     backend, page = out.split("\n", 1)
-    assert backend == "hermes_site.storage.StaticStorage"
+    assert backend == "core.storage.StaticStorage"
     static = tmp_path / "static" / "hermes"
     hashed = [p.name for p in static.glob("console.*.css")]
     assert hashed, "no hashed copy of console.css"

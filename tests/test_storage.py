@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from hermes_site.config import ConfigError, parse_config
+from core.config import ConfigError, parse_config
 from sessions_app import services
 from sessions_app.models import Message, Session
 from tests.test_query_plans import _live_rows_query, _plan

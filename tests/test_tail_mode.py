@@ -9,7 +9,7 @@ import pytest
 from compression.engine.compress import compress
 from compression.engine.selection import select
 from compression.engine.tail import lean_budget, select_live
-from hermes_site.config import CompressionConfig
+from core.config import CompressionConfig
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compression.policy.threshold import Override, compute_threshold, match_override
-from hermes_site.config import CompressionConfig
+from core.config import CompressionConfig
 
 DEFAULT = CompressionConfig()
 CAPPED = CompressionConfig(threshold_tokens=100_000)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import OperationalError, connections, transaction
 
-from hermes_site.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
+from core.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
 
 ALIAS = "gate_test"
 
@@ -25,7 +25,7 @@ def gated_database(tmp_path, django_db_blocker):
     settings = connections.configure_settings(
         {
             "default": {
-                "ENGINE": "hermes_site.sqlite_backend",
+                "ENGINE": "core.sqlite_backend",
                 "NAME": str(tmp_path / "gate.sqlite3"),
                 "OPTIONS": {"timeout": 0.3, "transaction_mode": "IMMEDIATE"},
             }

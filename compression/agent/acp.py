@@ -56,7 +56,7 @@ from compression.agent.turn import (
     turn_steps,
 )
 from compression.models import CompressionEvent
-from hermes_site.errors import report
+from core.errors import report
 from sessions_app.models import Channel, Session
 from sessions_app.services import ServiceError, append_messages, open_session
 

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 
 from compression.paths import server_compaction
-from hermes_site.config import ChatModelConfig
+from core.config import ChatModelConfig
 from sessions_app.services import ServiceError
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from hermes_site.config import get_config
-from hermes_site.errors import report
+from core.config import get_config
+from core.errors import report
 from search.filters import Filters
 from search.query import MAX_QUERY_CHARS, InvalidQuery
 from search.service import search

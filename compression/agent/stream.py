@@ -17,7 +17,7 @@ from django.http import StreamingHttpResponse
 from ninja.responses import NinjaJSONEncoder
 
 from compression.agent.turn import TurnResult, turn_steps
-from hermes_site.errors import report
+from core.errors import report
 from sessions_app.models import Session
 from sessions_app.services import ServiceError
 

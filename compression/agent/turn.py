@@ -37,7 +37,7 @@ from compression.policy.hygiene import hygiene
 from compression.policy.recovery import ModelError, recover
 from compression.policy.threshold import server_compact_threshold, server_compaction_applies
 from compression.policy.triggers import Decision, decide, run_automatic
-from hermes_site.config import ChatModelConfig, get_config
+from core.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import (

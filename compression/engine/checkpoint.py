@@ -31,8 +31,8 @@ from django.utils import timezone
 from compression.engine.selection import Selection
 from compression.events import record_event
 from compression.models import CompressionEvent, HookDelivery
-from hermes_site.config import get_config
-from hermes_site.logs import task_kwargs
+from core.config import get_config
+from core.logs import task_kwargs
 from sessions_app.models import Session
 
 logger = logging.getLogger(__name__)

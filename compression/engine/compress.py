@@ -27,7 +27,7 @@ from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.engine.tail import select_live
 from compression.events import record_event
 from compression.models import CompressionEvent
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import StateConflict

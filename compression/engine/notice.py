@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from compression.models import CompressionEvent
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Message, Session
 from sessions_app.services.notices import add_notice
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from hermes_site.config import CompressionConfig
+from core.config import CompressionConfig
 from sessions_app.models import Message
 from sessions_app.services.context import Placement, place_summary
 from sessions_app.text import has_cjk

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import openai
 
 from compression.engine.prompt import Prompt
-from hermes_site.config import SummaryModelConfig
+from core.config import SummaryModelConfig
 
 THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 UNCLOSED_THINK = re.compile(r"^\s*<(think|thinking|reasoning)>.*", re.S | re.I)

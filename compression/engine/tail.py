@@ -11,7 +11,7 @@ micro-compaction and pruning all read the tail from here, so "the tail" is one t
 from __future__ import annotations
 
 from compression.engine.selection import Selection, select
-from hermes_site.config import CompressionConfig
+from core.config import CompressionConfig
 from sessions_app.models import Message
 
 LEAN_SHARE = 0.025

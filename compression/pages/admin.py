@@ -160,7 +160,7 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
             match_override,
             table_overrides,
         )
-        from hermes_site.config import get_config
+        from core.config import get_config
         from sessions_app.catalog import KNOWN_CONTEXT_WINDOWS
 
         whole = get_config()
@@ -187,7 +187,7 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
         it applies to, at that model's own window; with no known model matching, at 128K / 200K
         / 1M windows."""
         from compression.policy.threshold import Override, compute_threshold
-        from hermes_site.config import get_config
+        from core.config import get_config
 
         if obj.pk is None or (obj.ratio is None and obj.threshold_tokens is None):
             return "—"
@@ -213,7 +213,7 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
         """An override sets the ratio after the raise for windows under 512K (deliberately: an
         operator's word is final), so one below 0.75 lowers those models' thresholds rather than
         being raised; the form says so, with what each matching small-window model gets."""
-        from hermes_site.config import get_config
+        from core.config import get_config
 
         config = get_config().compression
         floor, limit = config.small_window_threshold, config.small_window_limit_tokens

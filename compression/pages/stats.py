@@ -13,7 +13,7 @@ from django.db.models import Count, F, Q, Sum
 from compression.models import CompressionEvent
 from compression.policy.guards import DONE
 from compression.policy.threshold import config_overrides, table_overrides, threshold_for
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Channel, Session
 
 LATENCY_SAMPLE = 5_000  # the newest compressions whose durations make the latency figures

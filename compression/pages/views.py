@@ -34,7 +34,7 @@ from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import enqueue_manual
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app import audit
 from sessions_app.audit import admin_actor
 from sessions_app.models import AuditEntry, Message, Session

@@ -40,7 +40,7 @@ from django.db import transaction
 
 from compression.events import record_event
 from compression.models import CompressionEvent
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Session
 
 logger = logging.getLogger(__name__)

@@ -33,8 +33,8 @@ from compression.engine.hooks import target_for
 from compression.engine.tail import select_live
 from compression.events import record_event
 from compression.models import CompressionEvent
-from hermes_site.config import get_config
-from hermes_site.errors import report
+from core.config import get_config
+from core.errors import report
 from sessions_app.models import Message, Session
 from sessions_app.services.context import live_rows
 from sessions_app.tokens import count_message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compression.models import CompressionEvent
 from compression.policy import guards
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Message, Session
 from sessions_app.services.context import external_context
 

@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from compression.models import CompressionEvent
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Session
 from sessions_app.services.context import external_context
 

@@ -16,8 +16,8 @@ from compression.models import CompressionEvent
 from compression.policy import guards
 from compression.policy.threshold import threshold_for
 from compression.policy.triggers import Decision, decide, record_decision, run_automatic
-from hermes_site.config import get_config
-from hermes_site.errors import report
+from core.config import get_config
+from core.errors import report
 from sessions_app.models import Session
 from sessions_app.services.context import external_context
 

@@ -16,8 +16,8 @@ from django.utils import timezone
 from compression.models import CompressionEvent
 from compression.policy import guards
 from compression.policy.triggers import Decision, record_decision, run_automatic
-from hermes_site.config import get_config
-from hermes_site.logs import task_kwargs
+from core.config import get_config
+from core.logs import task_kwargs
 from sessions_app.models import Message, Session
 
 Trigger = CompressionEvent.Trigger

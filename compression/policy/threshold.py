@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes_site.config import CompressionConfig, ModelThreshold
+from core.config import CompressionConfig, ModelThreshold
 
 SPARK_MODEL = "gpt-5.3-codex-spark"
 SPARK_RATIO = 0.70
@@ -150,7 +150,7 @@ def server_compaction_applies(model: str, config: CompressionConfig) -> bool:
 
 def server_compact_threshold(session) -> int:
     """The ``compact_threshold`` sent to the server: configured, else our own unheld threshold."""
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     whole = get_config()
     config = whole.compression
@@ -170,7 +170,7 @@ def server_compact_threshold(session) -> int:
 def threshold_for(session, overrides: list[Override] | None = None) -> Threshold:
     """``overrides``: the configured and table overrides, when the caller read them already
     (for many sessions at once); else read here."""
-    from hermes_site.config import get_config
+    from core.config import get_config
 
     whole = get_config()
     config = whole.compression

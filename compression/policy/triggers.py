@@ -19,9 +19,9 @@ from compression.events import record_repeatable
 from compression.models import CompressionEvent
 from compression.policy import due, guards, hooks
 from compression.policy.threshold import Threshold, threshold_for
-from hermes_site.config import get_config
-from hermes_site.errors import report
-from hermes_site.logs import task_kwargs
+from core.config import get_config
+from core.errors import report
+from core.logs import task_kwargs
 from sessions_app.models import Message, Session
 from sessions_app.services.context import external_context
 from sessions_app.services.errors import NotFound

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Q, Sum
 
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Channel, MemoryBlock, Message, Session
 from sessions_app.services.errors import InvalidInput, NotFound
 from sessions_app.services.validation import check_text

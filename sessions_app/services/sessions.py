@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app import hooks
 from sessions_app.catalog import known_context_window
 from sessions_app.models import Channel, Message, Session

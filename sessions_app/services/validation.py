@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Message
 from sessions_app.services.errors import ContentTooLarge, InvalidInput, StateConflict
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from hermes_site.config import get_config
+from core.config import get_config
 from sessions_app.models import Channel, Session
 
 BATCH = 500  # sessions per write transaction: the SQLite write lock is held milliseconds

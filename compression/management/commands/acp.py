@@ -15,7 +15,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from hermes_site.config import get_config
+from core.config import get_config
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant working with the user in their editor."
 

@@ -41,7 +41,7 @@ SUPPORTED = {"django.db.backends.postgresql", "django.db.backends.sqlite3"}
 
 def _identity(settings: dict) -> tuple:
     """What makes two connection settings the same database."""
-    if "sqlite" in settings["ENGINE"]:  # Django's backend or ours (hermes_site.sqlite_backend)
+    if "sqlite" in settings["ENGINE"]:  # Django's backend or ours (core.sqlite_backend)
         return ("sqlite", Path(settings["NAME"]).resolve())
     return (
         "postgresql",

@@ -1,4 +1,4 @@
-"""SQLite with writers queued by a :class:`~hermes_site.sqlite_backend.gate.WriteGate` before
+"""SQLite with writers queued by a :class:`~core.sqlite_backend.gate.WriteGate` before
 ``BEGIN IMMEDIATE``; released when the transaction ends however it ends."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import OperationalError
 from django.db.backends.sqlite3 import base
 
-from hermes_site.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
+from core.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
 
 
 def _in_memory(name: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from hermes_site.logs import current_request_id
+from core.logs import current_request_id
 
 logger = logging.getLogger("hermes.errors")
 

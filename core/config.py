@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from hermes_site.config_blocks import Block as _Block
-from hermes_site.config_blocks import (
+from core.config_blocks import Block as _Block
+from core.config_blocks import (
     EventsConfig,
     KeysConfig,
     MemoryConfig,
@@ -35,9 +35,9 @@ from hermes_site.config_blocks import (
     SearchConfig,
     token_shape,
 )
-from hermes_site.config_errors import describe, schema_keys
-from hermes_site.config_hooks import HooksConfig
-from hermes_site.hermes_compat import Adapted, adapt
+from core.config_errors import describe, schema_keys
+from core.config_hooks import HooksConfig
+from core.hermes_compat import Adapted, adapt
 
 logger = logging.getLogger(__name__)
 

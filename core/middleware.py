@@ -18,9 +18,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import escape
 
-from hermes_site.errors import report
-from hermes_site.instruments import REQUEST_SECONDS
-from hermes_site.logs import (
+from core.errors import report
+from core.instruments import REQUEST_SECONDS
+from core.logs import (
     REQUEST_ID_HEADER,
     accept_request_id,
     bind_request_id,

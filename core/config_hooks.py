@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from hermes_site.config_blocks import Block, token_shape
+from core.config_blocks import Block, token_shape
 
 
 class HooksConfig(Block):

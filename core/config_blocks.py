@@ -1,5 +1,5 @@
 """The configuration blocks of this service's own features (not part of Hermes Agent's file),
-kept apart from the loader and the Hermes-compatible blocks in ``hermes_site.config``."""
+kept apart from the loader and the Hermes-compatible blocks in ``core.config``."""
 
 from __future__ import annotations
 
