@@ -15,6 +15,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 
+from agent.api import router as agent_router
 from compression.api import router as compression_router
 from core.errors import report
 from search.api import router as search_router
@@ -52,6 +53,7 @@ api = NinjaAPI(
 api.add_router("/", sessions_router)
 api.add_router("/", memory_router)
 api.add_router("/", compression_router)
+api.add_router("/", agent_router)
 api.add_router("/", search_router)
 
 

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "django_q",
     "sessions_app",
     "compression",
+    "agent",
     "search",
     "hermes_import",
     "hermes_site",  # the site's own commands: serve (web + worker), worker

@@ -244,7 +244,7 @@ def test_the_editor_sees_each_search_the_model_makes_and_what_it_found(tmp_path,
 
 def test_an_unexpected_error_reaches_the_editor_as_one_line_with_an_error_id(caplog):
     """Never the exception's text (it may hold a path or data): the log has the traceback."""
-    from compression.agent.acp import _DONE, HermesAcpAgent, _Turn
+    from agent.acp import _DONE, HermesAcpAgent, _Turn
 
     async def relay():
         agent = HermesAcpAgent(None, "gpt-4o", "")
@@ -269,7 +269,7 @@ def test_a_cancel_before_the_turn_begins_keeps_the_users_message_and_asks_no_mod
 ):
     """A cancel a moment after the turn began keeps what the user said (the test above); one
     that came before its worker thread started must too, and no model is asked."""
-    from compression.agent.acp import HermesAcpAgent, _Turn
+    from agent.acp import HermesAcpAgent, _Turn
     from compression.models import CompressionEvent
     from sessions_app.keys import create_channel
     from sessions_app.models import Message
@@ -309,7 +309,7 @@ def test_only_the_sdks_complaint_about_cancel_request_is_kept_out_of_the_log(
 ):
     import logging
 
-    from compression.management.commands.acp import _SeenCancelRequest
+    from agent.management.commands.acp import _SeenCancelRequest
 
     record = logging.LogRecord("root", logging.ERROR, __file__, 1, message, args, None)
     assert _SeenCancelRequest().filter(record) is not dropped

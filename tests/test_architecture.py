@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("core", "hermes_site", "sessions_app", "search", "compression", "hermes_import")
+APPS = ("core", "hermes_site", "agent", "sessions_app", "search", "compression", "hermes_import")
 
 # Each layer and the layers it may import. A module belongs to the longest prefix listed.
 LAYERS: dict[str, set[str]] = {
@@ -20,13 +20,23 @@ LAYERS: dict[str, set[str]] = {
     "engine": {"records", "store", "ground"},
     "policy": {"engine", "records", "store", "ground"},
     "paths": {"engine", "records", "store", "ground"},
-    # The turn offers the model session_search: the agent reads the search it answers with.
-    "agent": {"policy", "paths", "engine", "records", "store", "search", "ground"},
-    "pages": {"agent", "policy", "paths", "engine", "records", "store", "search", "ground"},
+    "pages": {"policy", "paths", "engine", "records", "store", "search", "ground"},
     # The app's entry points: Django's app config, URLs, the API, queued tasks, commands.
     "entry": {
         "pages",
-        "agent",
+        "policy",
+        "paths",
+        "engine",
+        "records",
+        "store",
+        "search",
+        "ground",
+    },
+    # The agent stands above the engine and recall: the turn offers the model session_search,
+    # and its endpoints answer with the engine's compression results (compression.api).
+    "agent": {
+        "entry",
+        "pages",
         "policy",
         "paths",
         "engine",
@@ -36,9 +46,9 @@ LAYERS: dict[str, set[str]] = {
         "ground",
     },
     "site": {
+        "agent",
         "entry",
         "pages",
-        "agent",
         "policy",
         "paths",
         "engine",
@@ -59,6 +69,7 @@ LAYERS["site"].add("importer")
 PREFIXES = {
     "core": "ground",
     "hermes_site": "site",
+    "agent": "agent",
     "sessions_app": "store",
     "search": "search",
     "compression.models": "records",
@@ -67,7 +78,6 @@ PREFIXES = {
     "compression.engine": "engine",
     "compression.policy": "policy",
     "compression.paths": "paths",
-    "compression.agent": "agent",
     "compression.pages": "pages",
     "compression.testing": "testing",
     "compression.demo": "demo",
@@ -185,5 +195,18 @@ def test_no_part_but_the_roof_imports_hermes_site():
         if layer(name) != "site"
         for target in imports(path, known)
         if target.split(".")[0] == "hermes_site"
+    ]
+    assert wrong == [], wrong
+
+
+def test_neither_the_engine_nor_recall_imports_the_other_or_the_agent():
+    known = modules()
+    wrong = [
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if name.split(".")[0] in ("compression", "search")
+        for target in imports(path, known)
+        if target.split(".")[0] == "agent"
+        or {name.split(".")[0], target.split(".")[0]} == {"compression", "search"}
     ]
     assert wrong == [], wrong

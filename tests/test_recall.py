@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from compression.agent import recall
+from agent import recall
 from compression.engine.compress import compress
 from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app import services

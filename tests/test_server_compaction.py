@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent.responses import to_responses_input
 from compression.models import CompressionEvent
-from compression.paths.server_compaction import to_responses_input
 from compression.policy.threshold import server_compact_threshold, threshold_for
 from compression.testing.fake_model import FakeModelServer, Reply
 from sessions_app.models import Message, Session

@@ -48,7 +48,7 @@ from acp.schema import (
 )
 from django.db import close_old_connections, connections
 
-from compression.agent.turn import (
+from agent.turn import (
     COMMAND,
     ChatFailed,
     ChatUnavailable,

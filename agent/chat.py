@@ -8,7 +8,7 @@ from typing import Any
 
 import openai
 
-from compression.paths import server_compaction
+from agent import responses
 from core.config import ChatModelConfig
 from sessions_app.services import ServiceError
 
@@ -21,13 +21,17 @@ class ChatFailed(ServiceError):
     status_code = 502
 
 
-class _ChatError(Exception):
+class ChatError(Exception):
+    """The model answered with an error status: the turn reads it as a model error (413,
+    overflow, 429, exhaustion) for the recovery rules."""
+
     def __init__(self, status: int | None, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
 
 
-def _client(chat: ChatModelConfig) -> openai.OpenAI:
+def client_for(chat: ChatModelConfig) -> openai.OpenAI:
+    """A client for one call: its own timeouts and no SDK retries (the turn decides)."""
     return openai.OpenAI(
         base_url=chat.base_url,
         api_key=chat.api_key or "not-needed",
@@ -36,7 +40,7 @@ def _client(chat: ChatModelConfig) -> openai.OpenAI:
     )
 
 
-def _request(call):
+def sdk_call(call):
     """Run one SDK call, turning its errors into ours."""
     try:
         return call()
@@ -44,7 +48,7 @@ def _request(call):
         body = exc.body if isinstance(exc.body, dict) else {}
         error = body.get("error", body) if isinstance(body, dict) else {}
         message = str((error or {}).get("message") or exc)[:500]
-        raise _ChatError(exc.status_code, message, (error or {}).get("code")) from None
+        raise ChatError(exc.status_code, message, (error or {}).get("code")) from None
     except openai.APITimeoutError:
         raise ChatFailed("The chat model did not answer in time; your message is stored.") from None
     except (openai.APIError, ValueError) as exc:
@@ -56,10 +60,10 @@ def call_responses(
 ) -> tuple[dict, dict | None, dict | None]:
     """One Responses API call with server-side compaction on (T7b): the reply, the usage, and
     the compaction item when the server compacted."""
-    instructions, items = server_compaction.to_responses_input(messages)
-    client = _client(chat)
+    instructions, items = responses.to_responses_input(messages)
+    client = client_for(chat)
     try:
-        response = _request(
+        response = sdk_call(
             lambda: client.responses.create(
                 model=model,
                 instructions=instructions,
@@ -71,7 +75,7 @@ def call_responses(
     finally:
         client.close()
     try:
-        reply, compaction = server_compaction.parse_output(response.output)
+        reply, compaction = responses.parse_output(response.output)
     except (AttributeError, TypeError, ValueError):
         raise ChatFailed(
             "The chat model's answer was not a Responses API response; your message is stored."
@@ -103,10 +107,10 @@ def call_chat(
     tool_choice: str | None = None,
 ) -> tuple[dict, dict | None]:
     """One chat-completions call through the openai SDK; the reply as a message to store."""
-    client = _client(chat)
+    client = client_for(chat)
     options = tool_options(tools, tool_choice)
     try:
-        response = _request(
+        response = sdk_call(
             lambda: client.chat.completions.create(model=model, messages=messages, **options)
         )
     finally:
@@ -135,7 +139,7 @@ def call_chat(
     return reply, usage
 
 
-def _stream_of(chunks):
+def guarded_stream(chunks):
     """The SDK's stream, its errors as ours (a connection lost mid-stream is a failed call)."""
     try:
         yield from chunks
@@ -143,7 +147,8 @@ def _stream_of(chunks):
         raise ChatFailed(f"The chat model's stream broke off: {exc}"[:500]) from None
 
 
-def _usage_of(chunk: Any) -> dict[str, int] | None:
+def usage_of(chunk: Any) -> dict[str, int] | None:
+    """A stream chunk's usage, where the provider sent one (the last chunk, when asked)."""
     raw = getattr(chunk, "usage", None)
     if raw is None:
         return None

@@ -1,4 +1,4 @@
-"""``manage.py acp``: serve the Agent Client Protocol over stdio (see compression.agent.acp).
+"""``manage.py acp``: serve the Agent Client Protocol over stdio (see agent.acp).
 
 An editor starts it as its agent, for example in Zed's settings::
 
@@ -41,7 +41,7 @@ class _SeenCancelRequest(logging.Filter):
     does): any record that names the method, whatever the SDK's wording of the day."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from compression.agent.acp import CANCEL_REQUEST  # imported by then: the SDK is there
+        from agent.acp import CANCEL_REQUEST  # imported by then: the SDK is there
 
         try:
             said = record.getMessage()
@@ -63,7 +63,7 @@ class Command(BaseCommand):
     def handle(self, *args, channel: str, model: str | None, system_prompt: str, **options):
         from acp import run_agent
 
-        from compression.agent.acp import HermesAcpAgent
+        from agent.acp import HermesAcpAgent
         from sessions_app.models import Channel, Session
         from sessions_app.services import InvalidInput
         from sessions_app.services.validation import check_text, validate_message

@@ -16,7 +16,7 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from ninja.responses import NinjaJSONEncoder
 
-from compression.agent.turn import TurnResult, turn_steps
+from agent.turn import TurnResult, turn_steps
 from core.errors import report
 from sessions_app.models import Session
 from sessions_app.services import ServiceError

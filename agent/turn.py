@@ -16,18 +16,18 @@ from typing import Any
 
 from django.utils import timezone
 
-from compression.agent import recall
-from compression.agent.chat import (
+from agent import recall, responses
+from agent.chat import (
+    ChatError,
     ChatFailed,
     ChatUnavailable,
-    _ChatError,
-    _client,
-    _request,
-    _stream_of,
-    _usage_of,
     call_chat,
     call_responses,
+    client_for,
+    guarded_stream,
+    sdk_call,
     tool_options,
+    usage_of,
 )
 from compression.engine.compress import CompressionResult, compress
 from compression.models import CompressionEvent
@@ -77,7 +77,7 @@ def _chat(
     """One chat call of the turn: whole, or streamed with a ``delta`` event per piece."""
     if not stream:
         return call_chat(chat, model_of(session), messages, tools=tools, tool_choice=tool_choice)
-    client = _client(chat)
+    client = client_for(chat)
     options = {
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -87,14 +87,14 @@ def _chat(
     calls: dict[int, dict[str, Any]] = {}
     usage: dict[str, int] | None = None
     try:
-        chunks = _request(
+        chunks = sdk_call(
             lambda: client.chat.completions.create(
                 model=model_of(session), messages=messages, **options
             )
         )
         try:
-            for chunk in _stream_of(chunks):
-                usage = _usage_of(chunk) or usage
+            for chunk in guarded_stream(chunks):
+                usage = usage_of(chunk) or usage
                 for choice in chunk.choices or ():
                     delta = choice.delta
                     if delta is None:
@@ -221,7 +221,7 @@ def turn_steps(
             if server_side:
                 threshold = server_compact_threshold(session)
                 rows = live_rows(session)
-                sending = with_memory(session, server_compaction.input_messages(rows))
+                sending = with_memory(session, responses.input_messages(rows))
                 reply, usage, compacted = call_responses(
                     chat, model_of(session), sending, threshold
                 )
@@ -236,7 +236,7 @@ def turn_steps(
                     session, chat, live_context(session), tools=tools, stream=stream
                 )
             break
-        except _ChatError as error:
+        except ChatError as error:
             # T4: an error that means "too big" compresses at once, each retry deeper (a
             # smaller protected tail) than the one before, up to max_attempts.
             recovered = recover(
@@ -346,7 +346,7 @@ def _call_again(
                 stream=stream,
             )
         )
-    except _ChatError as error:
+    except ChatError as error:
         raise ChatFailed(
             f"The chat model answered {error.status}: {error.message} (your message and the "
             "tool calls so far are stored)"
