@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, connection, transaction
 
 from core.instruments import SEARCH_SECONDS
-from search import backends, ranked, results, rows
+from search import ranked, results, rows
+from search.backends import choice
 from search.filters import Filters
 from search.query import InvalidQuery, ParsedQuery, Route, parse
 from search.text import search_text
@@ -54,7 +55,7 @@ class SearchResult:
     total_seconds: float = 0.0  # including excerpts, windows and bookmarks
 
 
-_backend = backends.current
+_backend = choice.current
 
 
 @dataclass

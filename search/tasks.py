@@ -6,7 +6,8 @@ import logging
 
 from django.db import connection, transaction
 
-from search import backends, fts
+from search import fts
+from search.backends import choice
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def refresh_ranked(
     bound = bind_request_id(request_id)
     try:
         config = get_config().search
-        backend = backends.current()
+        backend = choice.current()
         route = Route(index, expression, phrases=tuple((str(t), bool(p)) for t, p in phrases))
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT coalesce(max(id), 0) FROM {fts.MESSAGE_TABLE}")

@@ -18,6 +18,7 @@ from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from compression.engine import checkpoint, hooks, notice
+from compression.engine import claim as claims
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.continuation import continue_in_new_session
@@ -83,32 +84,6 @@ class CompressionResult:
         return [p.event for p in self.passes]
 
 
-def _claim(session: Session, seconds: float):
-    """The session's compression claim (its expiry, doubling as the owner's token), or None."""
-    now = timezone.now()
-    until = now + timedelta(seconds=seconds)
-    claimed = (
-        Session.objects.filter(pk=session.pk)
-        .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
-        .update(compressing_until=until)
-    )
-    return until if claimed == 1 else None
-
-
-def _renew(session: Session, claim, seconds: float):
-    """Extend our own claim before another pass; None if it was lost (expired and taken)."""
-    until = timezone.now() + timedelta(seconds=seconds)
-    renewed = Session.objects.filter(pk=session.pk, compressing_until=claim).update(
-        compressing_until=until
-    )
-    return until if renewed == 1 else None
-
-
-def _release(session: Session, claim) -> None:
-    """Release only our own claim: one that expired and was taken by another run stays theirs."""
-    Session.objects.filter(pk=session.pk, compressing_until=claim).update(compressing_until=None)
-
-
 def compress(
     session: Session,
     *,
@@ -139,7 +114,7 @@ def compress(
         config.context_total_ceiling_seconds if total_timeout is None else total_timeout,
     )
     claim_seconds = timeouts[1] + 120  # one model call; renewed before every further pass
-    claim = _claim(session, claim_seconds)
+    claim = claims.take(session, claim_seconds)
     if claim is None:
         raise AlreadyRunning(
             f"A compression of session {session.pk} is already running; try again shortly."
@@ -164,7 +139,7 @@ def compress(
                 PassResult(event.outcome, event, model_failed=event.outcome == Outcome.FAILED)
             )
         finally:
-            _release(session, claim)
+            claims.release(session, claim)
         session.refresh_from_db()
         return result
     try:
@@ -173,7 +148,7 @@ def compress(
         model_failed = False
         for n in range(first_attempt, first_attempt + passes):
             if n > first_attempt:
-                claim = _renew(session, claim, claim_seconds)
+                claim = claims.renew(session, claim, claim_seconds)
                 if claim is None:
                     break
             outcome = _one_pass(
@@ -205,7 +180,7 @@ def compress(
             result.continued_in = continue_in_new_session(session)
     finally:
         if claim is not None:
-            _release(session, claim)
+            claims.release(session, claim)
     result.notice = notice.announce(session, result.passes, trigger, result.continued_in)
     return result
 

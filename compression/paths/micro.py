@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from compression.engine import claim as claims
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, archive_under, replace_with_summary
-from compression.engine.compress import _claim, _release
 from compression.engine.fallback import local_summary
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.engine.tail import select_live
@@ -82,13 +82,13 @@ def _summarise(chat: list[Message], previous: list[Message], target: int) -> tup
 def micro_compact(session: Session) -> MicroResult:
     """Fold the oldest turn outside the tail into the rolling summary."""
     config = get_config().compression
-    claim = _claim(session, config.context_total_ceiling_seconds + 120)
+    claim = claims.take(session, config.context_total_ceiling_seconds + 120)
     if claim is None:
         return MicroResult(Outcome.SKIPPED, "another compression of this session is running")
     try:
         return _fold(session, config)
     finally:
-        _release(session, claim)
+        claims.release(session, claim)
 
 
 def _fold(session: Session, config) -> MicroResult:

@@ -28,7 +28,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from compression.engine.compress import _claim, _release
+from compression.engine import claim as claims
 from compression.engine.hooks import target_for
 from compression.engine.tail import select_live
 from compression.events import record_event
@@ -177,7 +177,7 @@ def prune(session: Session, trigger: str, threshold: int | None = None) -> Prune
         threshold = target_for(session) or 0  # the session's compression threshold
     # A compression summarising this session checks at write-back that the rows it read are
     # unchanged; pruning under it would make it throw its summary away.
-    claim = _claim(session, 120)
+    claim = claims.take(session, 120)
     if claim is None:
         return PruneResult(Outcome.SKIPPED, "a compression of this session is running")
     try:
@@ -191,7 +191,7 @@ def prune(session: Session, trigger: str, threshold: int | None = None) -> Prune
         result = PruneResult(Outcome.FAILED, f"pruning failed, session unchanged. {message}"[:300])
         _record(session, result, trigger, threshold)
     finally:
-        _release(session, claim)
+        claims.release(session, claim)
     session.refresh_from_db()
     return result
 
