@@ -86,6 +86,7 @@ async def _prompt(conn, editor: Editor, session_id: str, text: str) -> tuple[str
     return response.stop_reason, "".join(editor.text)
 
 
+@pytest.mark.slow
 def test_an_editor_opens_a_session_takes_turns_and_compresses_with_a_focus(tmp_path, models):
     chat, summariser = models
     sections = (
@@ -134,6 +135,7 @@ def test_an_editor_opens_a_session_takes_turns_and_compresses_with_a_focus(tmp_p
     assert found["hits"][0]["session"]["id"] == session.session_id
 
 
+@pytest.mark.slow
 def test_a_prompt_without_a_chat_model_is_an_error_the_editor_can_show(tmp_path):
     async def script(conn, editor: Editor):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
@@ -153,6 +155,7 @@ def test_a_prompt_without_a_chat_model_is_an_error_the_editor_can_show(tmp_path)
     assert unknown is not None
 
 
+@pytest.mark.slow
 def test_cancel_answers_cancelled_and_prompts_of_a_session_take_turns(tmp_path):
     with FakeModelServer() as chat:
         chat.script.default = Reply("Slow answer.", delay=1.0)
@@ -193,6 +196,7 @@ def test_cancel_answers_cancelled_and_prompts_of_a_session_take_turns(tmp_path):
         (["--system-prompt", b"not utf-8 \xff"], "invalid Unicode"),  # bytes as a shell passes
     ],
 )
+@pytest.mark.slow
 def test_bad_arguments_are_refused_before_serving(tmp_path, args, message):
     with isolated_env(tmp_path) as env:
         result = subprocess.run(
@@ -209,6 +213,7 @@ def test_bad_arguments_are_refused_before_serving(tmp_path, args, message):
     assert result.stdout == "", "nothing but protocol JSON may reach stdout"
 
 
+@pytest.mark.slow
 def test_the_editor_sees_each_search_the_model_makes_and_what_it_found(tmp_path, models):
     chat, _ = models
     call = {

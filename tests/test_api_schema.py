@@ -122,6 +122,7 @@ def gateway_key(db, hermes_config, chat_model):
         HealthCheck.filter_too_much,
     ],
 )
+@pytest.mark.slow
 def test_every_answer_matches_the_schema_with_every_check_on(case, gateway_key):
     key, session_id = gateway_key
     meta = case.meta

@@ -19,6 +19,8 @@ import pytest
 
 from tests.processes import ROOT, isolated_env, on_postgres, python, stop_all
 
+pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
+
 PLANTED = "quetzalcoatlus"
 
 # A writer: one session, appends one message at a time through the service (the write gate,

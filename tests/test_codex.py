@@ -142,6 +142,7 @@ def test_off_mode_compacts_nothing_automatically(
         ("ok", "thr_42", ("/nonexistent/codex", "app-server"), "cannot start the Codex app server"),
     ],
 )
+@pytest.mark.slow
 def test_an_app_server_that_fails_records_a_failure_and_starts_the_cooldown(
     gateway, hermes_config, app_server, monkeypatch, mode, thread, command, error
 ):

@@ -261,6 +261,7 @@ def test_include_rows_sends_the_span_as_openai_messages(hooked, receiver, long_s
         (("drip", 0.3), "no answer within 1 s"),  # each byte well inside the socket timeout
     ],
 )
+@pytest.mark.slow
 def test_a_failing_checkpoint_leaves_an_automatic_compression_untouched(
     hooked, receiver, long_session, answer, error
 ):

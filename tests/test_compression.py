@@ -141,6 +141,7 @@ def test_a_compression_keeps_head_and_tail_and_archives_the_middle(
     assert event.summary_message_id == row.pk
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tools", [1, 2, 3])
 def test_cuts_never_split_tool_calls_from_their_results(channel, hermes_config, tools):
     for first_n in range(0, 6):
@@ -306,6 +307,7 @@ FAILURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(FAILURES))
 def test_every_failure_falls_back_to_a_labelled_local_summary(
     channel, summariser, model_server, name

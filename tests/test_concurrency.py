@@ -14,6 +14,8 @@ import pytest
 
 from tests.processes import ROOT, isolated_env, on_postgres, python
 
+pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
+
 SETUP = """
 import django, os
 django.setup()

@@ -17,6 +17,8 @@ import pytest
 
 from tests.processes import ROOT, _admin_connection, isolated_env, on_postgres
 
+pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
+
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
 
 POPULATE = """

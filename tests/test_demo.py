@@ -25,6 +25,7 @@ def demo(transactional_db) -> Session:
     return Session.objects.get(external_id="demo-main")
 
 
+@pytest.mark.slow
 def test_the_demo_compresses_as_it_grows_on_days_spread_over_its_two_weeks(demo):
     written = CompressionEvent.objects.filter(
         session=demo, outcome__in=("compressed", "fallback")
@@ -41,6 +42,7 @@ def test_the_demo_compresses_as_it_grows_on_days_spread_over_its_two_weeks(demo)
     assert recount(demo).live_tokens == demo.live_tokens
 
 
+@pytest.mark.slow
 def test_the_demo_s_summaries_keep_their_originals_and_the_context_stays_valid(demo):
     summary = Message.objects.filter(session=demo, is_summary=True, active=True).get()
     originals = Message.objects.filter(session=demo, compressed=True)
@@ -54,6 +56,7 @@ def test_the_demo_s_summaries_keep_their_originals_and_the_context_stays_valid(d
     assert summary.covers_from_position is not None
 
 
+@pytest.mark.slow
 def test_the_demo_ends_with_a_fallback_from_a_failed_model_and_its_cooldown_still_running(demo):
     fallback = CompressionEvent.objects.get(session=demo, outcome="fallback")
     assert "503" in fallback.error and "overloaded" in fallback.error
@@ -68,6 +71,7 @@ def test_the_demo_ends_with_a_fallback_from_a_failed_model_and_its_cooldown_stil
     assert held.exists() and "cooldown" in held.first().reason
 
 
+@pytest.mark.slow
 def test_the_demo_never_calls_the_summariser_the_config_names(
     transactional_db, hermes_config, settings
 ):
@@ -106,6 +110,7 @@ def test_turns_never_split_a_tool_call_from_its_result():
     ]
 
 
+@pytest.mark.slow
 def test_the_demo_s_timeline_opens_with_a_chart_of_its_two_weeks_and_its_compressions(
     demo, admin_client
 ):

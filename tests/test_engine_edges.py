@@ -126,6 +126,7 @@ def test_one_compression_of_a_plain_alternating_chat_never_repeats_a_role(
     max_attempts=st.integers(1, 3),
     runs=st.integers(1, 3),
 )
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

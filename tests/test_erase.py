@@ -308,6 +308,7 @@ def test_erase_refuses_without_confirmation_when_it_cannot_ask(chain):
     assert Session.objects.filter(pk=session.pk).exists()
 
 
+@pytest.mark.slow
 def test_erase_from_the_shell_exits_non_zero_with_a_clear_message(tmp_path):
     config = tmp_path / "hermes.yaml"
     config.write_text(f"server:\n  data_dir: {tmp_path}\n")
@@ -364,6 +365,7 @@ def test_an_interrupted_erasure_is_recorded_as_running_and_resume_finishes_it(ch
     assert run("erase", "--resume").strip() == "No unfinished erasure."
 
 
+@pytest.mark.slow
 def test_a_large_session_is_erased_in_short_transactions(gateway):
     sid = gateway.open()["id"]
     session = Session.objects.get(pk=sid)
@@ -394,6 +396,7 @@ def staff(db) -> Client:
     return client
 
 
+@pytest.mark.slow
 def test_the_admin_erases_only_after_a_confirmation_that_names_what_goes(staff, chain):
     session, continuation, other = chain
     url = reverse("admin:sessions_app_session_changelist")
@@ -417,6 +420,7 @@ def test_the_admin_erases_only_after_a_confirmation_that_names_what_goes(staff, 
     assert entry.actor == "admin:op" and entry.status == "done"
 
 
+@pytest.mark.slow
 def test_staff_without_the_delete_permission_cannot_erase(chain):
     from django.contrib.auth.models import Permission
 

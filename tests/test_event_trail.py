@@ -135,6 +135,7 @@ def test_the_dashboard_counts_every_repeat_of_a_decision(admin_client, session):
     assert "<td>token threshold (before call)</td><td>skipped</td><td>4</td>" in page
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_1480_message_conversation_that_compresses_as_it_goes_leaves_a_few_dozen_rows():
     """As under the load run: two messages per append, the triggers on, the queued compressions

@@ -337,6 +337,7 @@ def long_agent_session(gateway, tool_rows: int) -> str:
     return sid
 
 
+@pytest.mark.slow
 def test_an_append_at_the_hard_limit_queues_a_compression_that_brings_the_session_under_it(
     gateway, django_capture_on_commit_callbacks
 ):

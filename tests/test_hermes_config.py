@@ -239,6 +239,7 @@ def test_the_provider_scoped_ratio_reaches_the_threshold():
     assert scoped.tokens == 350_000 and other.tokens == 500_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["config_full.yaml", "config_lean.yaml"])
 def test_the_service_starts_on_a_real_hermes_config(name, tmp_path):
     config = tmp_path / "config.yaml"

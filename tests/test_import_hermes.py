@@ -154,6 +154,7 @@ def _session(hermes_id: str) -> Session:
     return ImportedSession.objects.get(hermes_id=hermes_id).session
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_live_context_is_the_system_prompt_then_hermes_active_rows(tmp_path, version):
     home, ids = _rich_home(tmp_path / "home", version)
@@ -167,6 +168,7 @@ def test_every_live_context_is_the_system_prompt_then_hermes_active_rows(tmp_pat
     assert Session.objects.count() == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [22, 31])
 def test_every_planted_fact_is_found_with_its_kind(tmp_path, version):
     home, ids = _rich_home(tmp_path / "home", version)
@@ -499,6 +501,7 @@ def test_a_truncated_store_is_refused(tmp_path):
     assert Message.objects.count() == 0 and Session.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_a_store_locked_by_a_writer_is_named_and_nothing_written(tmp_path):
     home = HermesHome(tmp_path / "home")
     home.conn.execute("PRAGMA journal_mode=DELETE")  # a store on a filesystem without WAL
@@ -615,6 +618,7 @@ def _random_history(home: HermesHome, draw, steps: int) -> str:
     return sid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(30))
 def test_random_hermes_histories_replay_exactly_and_import_once(tmp_path, seed):
     import random

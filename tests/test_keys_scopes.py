@@ -201,6 +201,7 @@ def test_create_channel_refuses_bad_scopes_and_durations_and_creates_nothing(
     assert not ApiKey.objects.exists()
 
 
+@pytest.mark.slow
 def test_create_channel_with_a_bad_scope_exits_non_zero_without_a_traceback(tmp_path):
     config = tmp_path / "hermes.yaml"
     config.write_text(f"server:\n  data_dir: {tmp_path}\n")

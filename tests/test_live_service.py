@@ -16,6 +16,8 @@ import pytest
 from compression.testing.fake_model import FakeModelServer, Reply
 from tests.processes import ROOT, isolated_env, python, stop_all, wait_for
 
+pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -171,6 +171,7 @@ def test_the_compression_task_carries_the_request_id_it_was_queued_with(
     assert isinstance(line["ms"], int)
 
 
+@pytest.mark.slow
 def test_settings_switch_the_console_handler_to_json(tmp_path):
     with isolated_env(tmp_path, server="  log_format: json\n") as env:
         script = (
@@ -246,6 +247,7 @@ def _metrics(base: str) -> str:
         return response.read().decode()
 
 
+@pytest.mark.slow
 def test_a_compression_in_the_real_worker_logs_the_request_id_and_moves_the_metrics(live):
     from tests.test_metrics import value
 

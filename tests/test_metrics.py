@@ -224,6 +224,7 @@ def test_sizes_are_kept_at_least_a_minute():
     assert sizes.until - metrics.time.monotonic() > 55
 
 
+@pytest.mark.slow
 def test_under_gunicorn_the_processes_latencies_are_added_up(tmp_path):
     """Several gunicorn processes with PROMETHEUS_MULTIPROC_DIR: whichever answers /metrics
     counts every process's requests."""

@@ -114,6 +114,7 @@ def test_a_query_with_no_hits_says_so_plainly(session):
     assert out.startswith("No hits (tried ") and "no index" not in out
 
 
+@pytest.mark.slow
 def test_a_query_that_is_not_utf8_is_a_clear_error_not_a_traceback(tmp_path):
     import subprocess
     import sys
@@ -135,6 +136,7 @@ def test_a_query_that_is_not_utf8_is_a_clear_error_not_a_traceback(tmp_path):
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     import subprocess
     import sys

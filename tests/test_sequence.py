@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from compression.engine.compress import compress
 from sessions_app.models import Message, Session
 from tests.processes import ROOT, isolated_env, python
@@ -169,6 +171,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_racing_retries_of_the_same_batches_store_each_message_once_in_order(tmp_path):
     with isolated_env(tmp_path, server="  sqlite_busy_timeout_seconds: 30\n") as env:
         setup = (

@@ -23,6 +23,8 @@ import pytest
 from compression.testing.fake_model import FakeModelServer, Reply
 from tests.processes import ROOT, isolated_env, python, wait_for
 
+pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
+
 STOP_LIMIT = 10.0  # seconds: the bound for a stop, whatever it has to interrupt
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.processes import isolated_env, python
 
 CHECK = """
@@ -20,6 +22,7 @@ print(client.get("/console/").content.decode())
 """
 
 
+@pytest.mark.slow
 def test_collectstatic_writes_hashed_compressed_files_that_the_pages_use(tmp_path):
     with isolated_env(tmp_path) as env:
         python("manage.py", "collectstatic", "--noinput", "-v0", env=env, timeout=300)

@@ -134,6 +134,7 @@ def live(live_server, hermes_config, chat_model, transactional_db):
     return live_server.url, issued.plaintext, session
 
 
+@pytest.mark.slow
 def test_the_first_words_arrive_before_the_model_has_finished(live, chat_model):
     url, key, session = live
     chat_model.then(Reply("one two three four five six", chunks=6, chunk_delay=0.4))

@@ -118,6 +118,7 @@ def channel(db):
     return create_channel("tail")[0]
 
 
+@pytest.mark.slow
 def test_a_lean_compression_keeps_a_token_budgeted_tail(channel, hermes_config):
     hermes_config(compression={"tail_mode": "lean", "protect_first_n": 1})
     session = services.open_session(channel, model="gpt-4o", system_prompt="Be brief.").session

@@ -349,6 +349,7 @@ def test_exhaustion_resets_to_the_last_good_summary(gw, configured, chat_model, 
     assert_consistent(session)
 
 
+@pytest.mark.slow
 def test_cooldown_survives_a_restart(tmp_path):
     sections = "auxiliary:\n  compression:\n    model: s\n    base_url: http://127.0.0.1:9/v1\n"
     with isolated_env(tmp_path, sections=sections) as env:
@@ -785,6 +786,7 @@ def _wait_for_summary(sid: str, seconds: float = 15) -> Message:
     raise AssertionError("no summary was written")
 
 
+@pytest.mark.slow
 def test_a_turn_waits_for_a_slow_hygiene_compression_only_as_long_as_the_hold(
     gw, hermes_config, chat_model, transactional_db
 ):
@@ -862,6 +864,7 @@ def test_a_fast_hygiene_compression_is_in_the_same_turns_context(
     assert any(SUMMARY_PREFIX in (m["content"] or "") for m in sent)
 
 
+@pytest.mark.slow
 def test_the_summarisers_own_timeout_bounds_the_call(gw, hermes_config):
     with FakeModelServer() as summariser:
         summariser.script.default = Reply("## Goal\n" + "Late. " * 50, delay=3)
@@ -877,6 +880,7 @@ def test_the_summarisers_own_timeout_bounds_the_call(gw, hermes_config):
     assert result.outcome == "fallback" and result.events[0].error.startswith("timeout")
 
 
+@pytest.mark.slow
 def test_a_too_large_error_while_another_compression_runs_waits_without_calling_again(
     gw, configured, chat_model
 ):
