@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 from django.http import HttpRequest
 from django.utils import timezone
-from django_q.tasks import fetch
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from compression.engine.prompt import MEMORY_CONTEXT_MAX_CHARS
 from compression.models import CompressionEvent
+from compression.policy import waiting
 from compression.policy.recovery import ModelError, enqueue_error, error_attempts, recover
 from compression.policy.triggers import Decision, enqueue_manual, enqueue_requested
 from sessions_app.api.auth import OPERATE, WRITE
@@ -151,7 +150,7 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
             payload.confirm,
             payload.memory_context,
         )
-    body = awaited(task_id, session, payload.wait_seconds if payload.wait else None)
+    body = waiting.result_of(task_id, session, payload.wait_seconds if payload.wait else None)
     if body is None:
         return Status(
             202,
@@ -177,34 +176,6 @@ def compress(request: HttpRequest, session_id: str, payload: CompressIn | None =
     if payload.return_context:
         body["context"] = live_context(after)
     return Status(200, body)
-
-
-def awaited(task_id: str, session: Any, seconds: float | None) -> dict[str, Any] | None:
-    """A compression task's answer once the worker has run it, waiting at most ``seconds``
-    (None: not at all); None if it has not finished by then."""
-    if seconds is None:
-        return None
-    deadline = time.monotonic() + seconds
-    while True:
-        task = fetch(task_id)
-        if task is not None:
-            body: dict[str, Any] = (
-                dict(task.result or {})
-                if task.success
-                else {
-                    # The worker's result is a traceback: it stays in the task record.
-                    "session_id": str(session.pk),
-                    "outcome": "failed",
-                    "error": f"The compression task {task_id} did not finish (the worker "
-                    "stopped or timed out); the server log and the admin's failed tasks "
-                    "have the details.",
-                }
-            )
-            body["task_id"] = task_id
-            return body
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.2)
 
 
 class CodexNotificationsIn(Schema):
@@ -302,7 +273,7 @@ def model_error(request: HttpRequest, session_id: str, payload: ModelErrorIn):
 
     def in_worker(session: Any, attempt: int) -> Decision:
         task_id = enqueue_error(session, attempt)
-        body = awaited(task_id, session, payload.wait_seconds if payload.wait else None)
+        body = waiting.result_of(task_id, session, payload.wait_seconds if payload.wait else None)
         if body is None:
             ran["queued"] = task_id
             return Decision(

@@ -171,6 +171,42 @@ RESET_BY = {
 }
 
 
+def record_written(
+    session: Session,
+    trigger: str,
+    outcome: str,
+    reason: str,
+    *,
+    tokens_before: int,
+    messages_before: int,
+    summary: Any,
+    rows_archived: int,
+    threshold_tokens: int | None,
+    summary_model: str,
+    path: str = CompressionEvent.Path.ENGINE,
+    **fields: Any,
+) -> CompressionEvent:
+    """A pass that wrote a summary: the context before it and after it (the session's counters
+    as they are now), what it archived and what it wrote. The engine's passes and the OpenAI
+    server's compactions are recorded alike, so the trail and the chart read them alike."""
+    return record_event(
+        session,
+        trigger,
+        outcome,
+        reason,
+        path=path,
+        tokens_before=tokens_before,
+        tokens_after=session.live_tokens,
+        messages_before=messages_before,
+        messages_after=session.live_messages,
+        threshold_tokens=threshold_tokens,
+        rows_archived=rows_archived,
+        summary_message=summary,
+        summary_model=summary_model,
+        **fields,
+    )
+
+
 def record_reset(
     session: Session, archived: int, tokens_before: int, source: str, note: str
 ) -> CompressionEvent:

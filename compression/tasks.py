@@ -14,6 +14,7 @@ from compression.policy import guards
 from core.errors import report
 from core.logs import bind_request_id, unbind
 from sessions_app.models import Session
+from sessions_app.services import guard_state
 
 
 def contained(trigger: str | None = None) -> Callable:
@@ -109,7 +110,7 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
     from compression.policy.triggers import compress_to_limit, run_automatic, still_needed
 
     # Started: the next append over the threshold may queue another.
-    Session.objects.filter(pk=session_id).update(auto_queued_at=None)
+    guard_state.unmark_queued(session_id)
     session = Session.objects.filter(pk=session_id).first()
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
@@ -235,9 +236,6 @@ def post_compact_task(
     }
 
 
-IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest
-
-
 def trim_events() -> dict[str, int]:
     """Scheduled hourly: trigger decisions older than events.retention_days go."""
     from compression.events import trim_decisions
@@ -246,50 +244,10 @@ def trim_events() -> dict[str, int]:
 
 
 def idle_sweep() -> dict[str, Any]:
-    """T3, scheduled every minute: compress sessions idle for ``idle_compact_after_seconds`` whose
-    live tokens are at or over the threshold floor (64,000). Off while that setting is 0."""
-    from datetime import timedelta
+    """T3, scheduled every minute (the schedule stores this dotted path)."""
+    from compression.policy import idle
 
-    from django.db.models import Exists, OuterRef, Q
-    from django.utils import timezone
-
-    from compression.models import CompressionEvent
-    from compression.policy.triggers import decide, run_automatic
-    from core.config import get_config
-
-    config = get_config().compression
-    if not config.idle_compact_after_seconds:
-        return {"idle": "off"}
-    now = timezone.now()
-    # A session the sweep already handled since its last activity waits for new activity:
-    # one that cannot shrink below the floor must not take every sweep's places for ever.
-    handled = CompressionEvent.objects.filter(
-        session=OuterRef("pk"),
-        trigger=CompressionEvent.Trigger.IDLE,
-        last_at__gt=OuterRef("last_activity_at"),  # a repeated decision's latest repeat
-    )
-    idle = (
-        Session.objects.filter(
-            last_activity_at__lt=now - timedelta(seconds=config.idle_compact_after_seconds),
-            live_tokens__gte=config.threshold_floor_tokens,
-        )
-        .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
-        .exclude(Exists(handled))
-        .order_by("last_activity_at")[:IDLE_SWEEP_LIMIT]
-    )
-    done = {}
-    for session in idle:
-        reason = (
-            f"idle since {session.last_activity_at:%Y-%m-%d %H:%M:%S} with "
-            f"{session.live_tokens:,} live tokens (floor {config.threshold_floor_tokens:,})"
-        )
-        decision = decide(
-            session, CompressionEvent.Trigger.IDLE, session.live_tokens, force_reason=reason
-        )
-        if decision.action == "compress":
-            decision = run_automatic(session, CompressionEvent.Trigger.IDLE)
-        done[str(session.pk)] = decision.action
-    return {"idle": done}
+    return idle.sweep()
 
 
 def erase_task_records(session_ids: list[str]) -> dict[str, int]:

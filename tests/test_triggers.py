@@ -540,13 +540,13 @@ def test_the_hard_message_limit_overrides_cooldown_and_anti_thrash(gw, configure
 
 
 def test_a_claim_taken_over_after_expiry_is_not_released_by_its_old_owner(gw, configured):
-    from compression.engine.compress import _claim, _release
+    from compression.engine import claim
 
     session = Session.objects.get(pk=open_long(gw, turns=1))
-    old = _claim(session, -1)  # already expired
-    new = _claim(session, 60)
+    old = claim.take(session, -1)  # already expired
+    new = claim.take(session, 60)
     assert old is not None and new is not None
-    _release(session, old)
+    claim.release(session, old)
     session.refresh_from_db()
     assert session.compressing_until == new
 

@@ -21,18 +21,18 @@ from compression.engine import checkpoint, hooks, notice
 from compression.engine import claim as claims
 from compression.engine import prompt as prompts
 from compression.engine.archive import COUNTERS, replace_with_summary
-from compression.engine.continuation import continue_in_new_session
 from compression.engine.fallback import local_summary
 from compression.engine.selection import Selection, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.engine.tail import select_live
-from compression.events import record_event
+from compression.events import record_event, record_written
 from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.services import StateConflict
 from sessions_app.services.context import external_context, live_rows
+from sessions_app.services.continuation import continue_in_new_session
 
 logger = logging.getLogger(__name__)
 
@@ -453,20 +453,18 @@ def _write_back(
             reason.append(f"input truncated by {truncated:,} characters")
         if selection.previous_summaries:
             reason.append(f"absorbed {len(selection.previous_summaries)} earlier summary(ies)")
-        event = _event(
+        event = record_written(
             locked,
             trigger,
             outcome,
+            "; ".join(reason),
             tokens_before=tokens_before,
-            tokens_after=locked.live_tokens,
             messages_before=messages_before,
-            messages_after=locked.live_messages,
-            threshold_tokens=target,
+            summary=summary,
             rows_archived=archived,
-            summary_message=summary,
+            threshold_tokens=target,
             summary_model=model_name,
             error=error,
-            reason="; ".join(reason),
             duration_ms=int((time.monotonic() - started) * 1000),
             attempt=attempt_no,
         )

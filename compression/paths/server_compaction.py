@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from compression.engine.archive import COUNTERS, replace_with_summary
-from compression.events import record_event
+from compression.events import record_written
 from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
@@ -62,18 +62,16 @@ def store_compaction(
         )
         locked.compressions += 1
         locked.save(update_fields=[*COUNTERS, "compressions"])
-        return record_event(
+        return record_written(
             locked,
             CompressionEvent.Trigger.SERVER,
             CompressionEvent.Outcome.COMPRESSED,
             f"the OpenAI server compacted the context at its threshold {threshold:,}",
             path=CompressionEvent.Path.OPENAI_SERVER,
             tokens_before=tokens_before,
-            tokens_after=locked.live_tokens,
             messages_before=messages_before,
-            messages_after=locked.live_messages,
-            threshold_tokens=threshold,
+            summary=summary,
             rows_archived=archived,
-            summary_message=summary,
+            threshold_tokens=threshold,
             summary_model="openai server",
         )

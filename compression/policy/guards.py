@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import F
 from django.utils import timezone
 
 from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app.models import Session
+from sessions_app.services import guard_state
 from sessions_app.services.context import external_context
 
 Trigger = CompressionEvent.Trigger
@@ -111,9 +111,9 @@ def record(
     previous_lock = session.thrash_lock_until
     probe = previous_lock is not None and previous_lock <= now
     if known and savings < config.anti_thrash_min_savings:
-        Session.objects.filter(pk=session.pk).update(ineffective_streak=F("ineffective_streak") + 1)
+        guard_state.count_ineffective(session)
     elif known:
-        Session.objects.filter(pk=session.pk).update(ineffective_streak=0, thrash_lock_until=None)
+        guard_state.clear_ineffective(session)
     session.refresh_from_db(fields=["ineffective_streak", "thrash_lock_until"])
     reason = None
     if known and session.ineffective_streak >= config.anti_thrash_consecutive:
@@ -143,6 +143,5 @@ def record(
             )
     if reason:
         until = now + timedelta(seconds=config.anti_thrash_lock_seconds)
-        Session.objects.filter(pk=session.pk).update(thrash_lock_until=until)
-        session.thrash_lock_until = until
+        guard_state.lock_automatic(session, until)
     return reason

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.utils import timezone
 
 from compression.models import CompressionEvent
 from compression.policy import guards
@@ -19,6 +18,8 @@ from compression.policy.triggers import Decision, record_decision, run_automatic
 from core.config import get_config
 from core.logs import task_kwargs
 from sessions_app.models import Message, Session
+from sessions_app.services import guard_state
+from sessions_app.services.sessions import lower_context_window
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome
@@ -161,13 +162,7 @@ def enqueue_error(session: Session, attempt: int) -> str:
 
 
 def lower_window_for_long_context(session: Session) -> None:
-    if session.context_window > LONG_CONTEXT_WINDOW:
-        Session.objects.filter(pk=session.pk).update(
-            context_window=LONG_CONTEXT_WINDOW,
-            context_window_source=Session.WindowSource.LOWERED,
-        )
-        session.context_window = LONG_CONTEXT_WINDOW
-        session.context_window_source = Session.WindowSource.LOWERED
+    lower_context_window(session, LONG_CONTEXT_WINDOW)
 
 
 # --- Exhaustion (F3) --------------------------------------------------------------------------
@@ -187,43 +182,13 @@ def reset_after_exhaustion(session: Session) -> int:
             .order_by("-position", "-id")
             .first()
         )
-        # A whole reset is recorded by the reset hook, as every reset; a partial one here.
-        whole = good is None
-        if whole:
-            archived = reset_session(
-                locked, source=Trigger.EXHAUSTION, note="compression exhausted: session reset"
-            )
-        else:
-            now = timezone.now()
-            after = Message.objects.filter(session=locked, active=True, position__gt=good.position)
-            stats = list(after.values_list("token_count", flat=True))
-            archived = after.update(
-                active=False,
-                compressed=True,
-                archive_reason=Message.ArchiveReason.RESET,
-                archived_at=now,
-            )
-            locked.live_messages -= archived
-            locked.live_tokens -= sum(stats)
-            locked.last_reset_at = now
-            locked.last_prompt_tokens = None  # described the context that was just archived
-            locked.save(
-                update_fields=[
-                    "live_messages",
-                    "live_tokens",
-                    "last_reset_at",
-                    "last_prompt_tokens",
-                    "updated_at",
-                ]
-            )
-        Session.objects.filter(pk=locked.pk).update(failure_streak=0, cooldown_until=None)
-    session.refresh_from_db()
-    if not whole:
-        record_decision(
-            session,
-            Trigger.EXHAUSTION,
-            Outcome.RESET,
-            f"compression exhausted: session reset to the last good summary, {archived} rows "
-            "archived",
+        archived = reset_session(
+            locked,
+            after_position=good.position if good is not None else None,
+            source=Trigger.EXHAUSTION,
+            note="compression exhausted: session reset"
+            + (" to the last good summary" if good is not None else ""),
         )
+        guard_state.end_failures(locked)
+    session.refresh_from_db()
     return archived

@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from compression.engine.compress import AlreadyRunning, CompressionResult, compress
@@ -23,6 +22,7 @@ from core.config import get_config
 from core.errors import report
 from core.logs import task_kwargs
 from sessions_app.models import Message, Session
+from sessions_app.services import guard_state
 from sessions_app.services.context import external_context
 from sessions_app.services.errors import NotFound
 
@@ -160,14 +160,8 @@ def enqueue(session: Session, trigger: str) -> bool:
     """Run an automatic compression in the worker once the current transaction commits, unless
     one is already queued for this session (False then): at most one waits per session."""
     now = timezone.now()
-    marked = (
-        Session.objects.filter(pk=session.pk)
-        .filter(Q(auto_queued_at__isnull=True) | Q(auto_queued_at__lt=now - AUTO_QUEUE_STALE))
-        .update(auto_queued_at=now)
-    )
-    if not marked:
+    if not guard_state.mark_queued(session, now, stale_before=now - AUTO_QUEUE_STALE):
         return False
-    session.auto_queued_at = now
     session_id = str(session.pk)
     request_kwargs = task_kwargs()  # read now: on_commit may run outside the request's context
 
@@ -187,7 +181,7 @@ def enqueue(session: Session, trigger: str) -> bool:
             # The broker refused (Redis down): the write stands; the mark goes, so the next
             # append over the threshold tries again instead of waiting an hour.
             report(exc, f"queueing an automatic compression of session {session_id}")
-            Session.objects.filter(pk=session_id, auto_queued_at=now).update(auto_queued_at=None)
+            guard_state.unmark_queued(session_id, now)
 
     transaction.on_commit(queue)
     return True

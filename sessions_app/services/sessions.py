@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from core.config import get_config
@@ -101,11 +102,14 @@ def open_session(
 def reset_session(
     session: Session,
     *,
+    after_position: int | None = None,
     keep_system_prompt: bool = True,
     source: str = "manual_api",
     note: str = "",
 ) -> int:
     """Archive every live row (never delete); the system prompt stays live unless asked otherwise.
+    With ``after_position``, only the live rows after that position: a reset to an earlier point
+    (exhaustion's, to the last good summary), which is not the user's activity.
 
     Returns how many rows were archived. ``source`` says who asked (a trigger's name: the API,
     the console, exhaustion) and ``note`` why; the reset hooks record both.
@@ -113,38 +117,53 @@ def reset_session(
     locked = Session.objects.select_for_update().get(pk=session.pk)
     tokens_before = locked.live_tokens
     live = Message.objects.filter(session=locked, active=True)
-    kept = Message.objects.none()
-    if keep_system_prompt:
-        first = live.order_by("position").first()
-        if first is not None and first.role == Message.Role.SYSTEM and not first.is_summary:
-            kept = live.filter(pk=first.pk)
-            live = live.exclude(pk=first.pk)
     now = timezone.now()
-    archived = live.update(
+    fields = ["live_messages", "live_tokens", "last_reset_at", "last_prompt_tokens", "updated_at"]
+    if after_position is not None:
+        live = live.filter(position__gt=after_position)
+        tokens = live.aggregate(tokens=Sum("token_count"))["tokens"] or 0
+        archived = _archive_reset(live, now)
+        locked.live_messages -= archived
+        locked.live_tokens -= tokens
+    else:
+        kept = Message.objects.none()
+        if keep_system_prompt:
+            first = live.order_by("position").first()
+            if first is not None and first.role == Message.Role.SYSTEM and not first.is_summary:
+                kept = live.filter(pk=first.pk)
+                live = live.exclude(pk=first.pk)
+        archived = _archive_reset(live, now)
+        kept_stats = kept.aggregate(n=Count("id"), tokens=Sum("token_count"))
+        locked.live_messages = kept_stats["n"] or 0
+        locked.live_tokens = (kept_stats["tokens"] or 0) + memory_tokens(locked)
+        locked.last_activity_at = now
+        fields.append("last_activity_at")
+    locked.last_reset_at = now
+    locked.last_prompt_tokens = None  # described the context that was just archived
+    locked.save(update_fields=fields)
+    hooks.after_reset(locked, archived, tokens_before, source, note)
+    session.refresh_from_db()
+    return archived
+
+
+def _archive_reset(rows: QuerySet[Message], now: datetime) -> int:
+    return rows.update(
         active=False,
         compressed=True,
         archive_reason=Message.ArchiveReason.RESET,
         archived_at=now,
     )
-    kept_stats = kept.aggregate(n=Count("id"), tokens=Sum("token_count"))
-    locked.live_messages = kept_stats["n"] or 0
-    locked.live_tokens = (kept_stats["tokens"] or 0) + memory_tokens(locked)
-    locked.last_reset_at = now
-    locked.last_prompt_tokens = None
-    locked.last_activity_at = now
-    locked.save(
-        update_fields=[
-            "live_messages",
-            "live_tokens",
-            "last_reset_at",
-            "last_prompt_tokens",
-            "last_activity_at",
-            "updated_at",
-        ]
-    )
-    hooks.after_reset(locked, archived, tokens_before, source, note)
-    session.refresh_from_db()
-    return archived
+
+
+def lower_context_window(session: Session, window: int) -> None:
+    """The provider said the context is too long for it: a smaller window from now on (its
+    source says it was lowered, not configured). A window already that small stays."""
+    if session.context_window > window:
+        Session.objects.filter(pk=session.pk).update(
+            context_window=window, context_window_source=Session.WindowSource.LOWERED
+        )
+        session.context_window = window
+        session.context_window_source = Session.WindowSource.LOWERED
 
 
 @dataclass(frozen=True)

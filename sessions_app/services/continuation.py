@@ -1,4 +1,5 @@
-"""``in_place: false``: the compressed context carries on in a new session linked to the old."""
+"""A continuation (`in_place: false`): the compressed context carries on in a new session linked
+to the old. The engine decides when; this is the store's write."""
 
 from __future__ import annotations
 
