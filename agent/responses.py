@@ -9,7 +9,7 @@ from typing import Any
 
 from compression.paths.server_compaction import KEY
 from sessions_app.models import Message
-from sessions_app.services.context import sent
+from sessions_app.selectors.context import sent
 
 
 def input_messages(rows: list[Message]) -> list[dict[str, Any]]:

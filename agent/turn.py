@@ -40,13 +40,13 @@ from compression.policy.triggers import Decision, decide, run_automatic
 from core.config import ChatModelConfig, get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
+from sessions_app.selectors import live_context
+from sessions_app.selectors.context import live_rows
 from sessions_app.services import (
     ServiceError,
     append_messages,
-    live_context,
     rollback_messages,
 )
-from sessions_app.services.context import live_rows
 from sessions_app.services.memory import with_memory
 from sessions_app.services.validation import normalize_message, validate_message
 

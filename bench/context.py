@@ -87,7 +87,8 @@ def _live(session, turns: int) -> None:
 
 
 def measure(session, repeat: int) -> tuple[float, float]:
-    from sessions_app.services import append_messages, live_context
+    from sessions_app.selectors import live_context
+    from sessions_app.services import append_messages
 
     def read() -> None:
         live_context(session)

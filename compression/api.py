@@ -17,13 +17,13 @@ from compression.policy.triggers import Decision, enqueue_manual, enqueue_reques
 from sessions_app.api.auth import OPERATE, WRITE
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, SessionOut, json_int
+from sessions_app.selectors import live_context
+from sessions_app.selectors.context import external_context
 from sessions_app.services import (
     InvalidInput,
     StateConflict,
     get_session_for_channel,
-    live_context,
 )
-from sessions_app.services.context import external_context
 from sessions_app.services.validation import check_text
 
 router = Router(tags=["compression"])

@@ -15,7 +15,7 @@ from compression.engine.selection import orphans
 from compression.models import CompressionEvent
 from compression.testing.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
 from core.config import CompressionConfig
-from sessions_app import services
+from sessions_app import selectors, services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import recount
@@ -100,7 +100,7 @@ def assert_consistent(session: Session) -> list[dict]:
         actual.live_tokens,
         actual.total_messages,
     )
-    context = services.live_context(session)
+    context = selectors.live_context(session)
     assert orphans(context) == [], orphans(context)
     return context
 
@@ -165,12 +165,12 @@ def test_the_summary_role_keeps_roles_alternating(channel, hermes_config):
     hermes_config(compression={"protect_first_n": 0})
     session = make_session(channel)
     compress(session)
-    context = services.live_context(session)
+    context = selectors.live_context(session)
     assert context[1]["role"] == "user"  # right after the system prompt
     hermes_config(compression={"protect_first_n": 1})
     session = make_session(channel)
     compress(session)
-    context = services.live_context(session)
+    context = selectors.live_context(session)
     assert [m["role"] for m in context[:3]] == ["system", "user", "assistant"]
 
 

@@ -14,7 +14,8 @@ from compression.demo import schedule, turns
 from compression.models import CompressionEvent
 from compression.testing.fake_model import FakeModelServer
 from sessions_app.models import Message, Session
-from sessions_app.services import live_context, recount
+from sessions_app.selectors import live_context
+from sessions_app.services import recount
 
 AUTOMATIC = {"threshold_pre", "threshold_post", "hygiene", "preflight", "micro", "prune"}
 

@@ -268,7 +268,7 @@ def test_an_unexpected_error_in_any_api_route_is_a_json_500_with_an_error_id(
     def broken(*args, **kwargs):
         raise KeyError("/home/op/secret/path.py")
 
-    monkeypatch.setattr("sessions_app.services.live_context", broken)
+    monkeypatch.setattr("sessions_app.selectors.live_context", broken)
     response = gateway.get(f"/sessions/{sid}/context")
     assert response.status_code == 500
     assert response["Content-Type"].startswith("application/json")

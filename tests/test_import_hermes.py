@@ -20,7 +20,7 @@ from hermes_import.testing.home import VERSIONS, HermesHome
 from search.filters import Filters
 from search.service import search
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_context
+from sessions_app.selectors.context import live_context
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -429,7 +429,8 @@ def test_the_report_names_config_memories_and_chains(tmp_path):
 
 def test_hermes_memories_become_the_channel_s_memory_blocks_and_reach_every_context(tmp_path):
     from sessions_app.models import MemoryBlock
-    from sessions_app.services import live_context, recount
+    from sessions_app.selectors import live_context
+    from sessions_app.services import recount
 
     home = HermesHome(tmp_path / "home")
     home.memories(["Deploys go out on Fridays.", "The repo is orion."], ["Name: Ada"])

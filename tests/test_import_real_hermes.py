@@ -28,7 +28,7 @@ from hermes_import.provenance import repeats
 from search.filters import Filters
 from search.service import search
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_context
+from sessions_app.selectors.context import live_context
 from tests.hermes_homes import SCENARIOS, Recorded, cached, committed
 from tests.hermes_peer import missing
 

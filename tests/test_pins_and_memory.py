@@ -12,7 +12,8 @@ from compression.engine.compress import compress
 from compression.engine.selection import orphans, select
 from compression.paths import micro, pruning
 from sessions_app.models import MemoryBlock, Message, Session
-from sessions_app.services import live_context, recount
+from sessions_app.selectors import live_context
+from sessions_app.services import recount
 from sessions_app.services.memory import HEADING
 from tests.test_pruning import tool_turn
 

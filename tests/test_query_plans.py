@@ -10,7 +10,7 @@ from django.db import connection
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message
-from sessions_app.services.context import live_rows
+from sessions_app.selectors.context import live_rows
 from sessions_app.services.messages import pending_tool_calls
 
 

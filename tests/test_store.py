@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from sessions_app import services
+from sessions_app import selectors, services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import InvalidInput, StateConflict, recount
@@ -170,14 +170,14 @@ def test_reset_archives_everything_but_the_system_prompt_and_deletes_nothing(ses
     assert set(
         session.messages.filter(compressed=True).values_list("archive_reason", flat=True)
     ) == {"reset"}
-    assert services.live_context(session) == [{"role": "system", "content": "You are terse."}]
+    assert selectors.live_context(session) == [{"role": "system", "content": "You are terse."}]
     assert_counters_exact(session)
 
 
 def test_reset_can_archive_the_system_prompt_too(session):
     services.append_messages(session, turn(1))
     services.reset_session(session, keep_system_prompt=False)
-    assert services.live_context(session) == []
+    assert selectors.live_context(session) == []
     assert_counters_exact(session)
 
 
@@ -196,7 +196,7 @@ def test_the_live_context_is_a_valid_openai_messages_array_in_order(session):
             }
         ],
     )
-    context = services.live_context(session)
+    context = selectors.live_context(session)
     assert [m["role"] for m in context] == [
         "system",
         "user",
@@ -254,7 +254,7 @@ def test_rollback_never_splits_a_tool_call_from_its_results(session):
     assert session.messages.filter(active=True).count() == 5
     rolled = services.rollback_messages(session, 3)
     assert [m.role for m in rolled] == ["assistant", "tool", "assistant"]
-    context = services.live_context(session)
+    context = selectors.live_context(session)
     assert [m["role"] for m in context] == ["system", "user"]
 
 
@@ -292,7 +292,7 @@ def test_tool_calls_get_the_defaults_a_model_expects(session):
             {"role": "tool", "tool_call_id": "c9", "content": "."},
         ],
     )
-    call = services.live_context(session)[2]["tool_calls"][0]
+    call = selectors.live_context(session)[2]["tool_calls"][0]
     assert call == {"id": "c9", "type": "function", "function": {"arguments": "", "name": "ls"}}
 
 

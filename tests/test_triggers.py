@@ -17,7 +17,7 @@ from compression.policy import guards, plugins
 from compression.policy.hygiene import hygiene
 from compression.policy.recovery import classify_error
 from compression.testing.fake_model import Fail, FakeModelServer, Reply
-from sessions_app import services
+from sessions_app import selectors, services
 from sessions_app.models import Message, Session
 from tests.processes import isolated_env, python
 from tests.test_compression import assert_consistent, db_thread, turn
@@ -621,7 +621,7 @@ def test_exhaustion_without_a_good_summary_keeps_only_the_system_prompt(gw, conf
     Session.objects.filter(pk=sid).update(failure_streak=3, last_prompt_tokens=90_000)
     reset_after_exhaustion(session)
     session.refresh_from_db()
-    assert [m["role"] for m in services.live_context(session)] == ["system"]
+    assert [m["role"] for m in selectors.live_context(session)] == ["system"]
     assert session.failure_streak == 0 and session.last_prompt_tokens is None
     assert Message.objects.filter(session=session).count() == total  # nothing deleted
     assert_consistent(session)

@@ -30,8 +30,8 @@ from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
+from sessions_app.selectors.context import external_context, live_rows
 from sessions_app.services import StateConflict
-from sessions_app.services.context import external_context, live_rows
 from sessions_app.services.continuation import continue_in_new_session
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from core.config import CompressionConfig
 from sessions_app.models import Message
-from sessions_app.services.context import Placement, place_summary
+from sessions_app.selectors.context import Placement, place_summary
 from sessions_app.text import has_cjk
 
 SUMMARY_PREFIX = (

@@ -30,7 +30,7 @@ from core.config import get_config
 from core.errors import report
 from sessions_app import tokens
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_rows
+from sessions_app.selectors.context import live_rows
 
 logger = logging.getLogger(__name__)
 Outcome = CompressionEvent.Outcome

@@ -36,7 +36,7 @@ from compression.models import CompressionEvent
 from core.config import get_config
 from core.errors import report
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_rows
+from sessions_app.selectors.context import live_rows
 from sessions_app.tokens import count_message
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from compression.events import record_written
 from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
-from sessions_app.services.context import live_rows
+from sessions_app.selectors.context import live_rows
 
 KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
 PLACEHOLDER = (

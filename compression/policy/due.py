@@ -7,7 +7,7 @@ from compression.models import CompressionEvent
 from compression.policy import guards
 from core.config import get_config
 from sessions_app.models import Message, Session
-from sessions_app.services.context import external_context
+from sessions_app.selectors.context import external_context
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome

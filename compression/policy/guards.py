@@ -21,8 +21,8 @@ from django.utils import timezone
 from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app.models import Session
+from sessions_app.selectors.context import external_context
 from sessions_app.services import guard_state
-from sessions_app.services.context import external_context
 
 Trigger = CompressionEvent.Trigger
 MANUAL = CompressionEvent.MANUAL

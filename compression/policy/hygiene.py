@@ -19,7 +19,7 @@ from compression.policy.triggers import Decision, decide, record_decision, run_a
 from core.config import get_config
 from core.errors import report
 from sessions_app.models import Session
-from sessions_app.services.context import external_context
+from sessions_app.selectors.context import external_context
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome

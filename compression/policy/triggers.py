@@ -22,8 +22,8 @@ from core.config import get_config
 from core.errors import report
 from core.logs import task_kwargs
 from sessions_app.models import Message, Session
+from sessions_app.selectors.context import external_context
 from sessions_app.services import guard_state
-from sessions_app.services.context import external_context
 from sessions_app.services.errors import NotFound
 
 logger = logging.getLogger(__name__)

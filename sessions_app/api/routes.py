@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
-from sessions_app import services
+from sessions_app import selectors, services
 from sessions_app.api.auth import OPERATE, READ, WRITE
 from sessions_app.api.schemas import (
     ERRORS,
@@ -129,7 +129,7 @@ def list_messages(request: HttpRequest, session_id: str, query: Query[MessageLis
 def get_context(request: HttpRequest, session_id: str):
     """The live context as an OpenAI `messages` array: head + summary + tail."""
     session = _session(request, session_id)
-    messages = services.live_context(session)
+    messages = selectors.live_context(session)
     return {
         "session_id": session.id,
         "messages": messages,

@@ -1,6 +1,6 @@
-"""Every write to the store goes through these functions (the API, admin and CLI call them)."""
+"""Every write to the store goes through these functions (the API, admin and CLI call them);
+its reads that other parts make are ``sessions_app.selectors``."""
 
-from sessions_app.services.context import live_context
 from sessions_app.services.errors import (
     ContentTooLarge,
     InvalidInput,
@@ -25,7 +25,6 @@ __all__ = [
     "StateConflict",
     "append_messages",
     "get_session_for_channel",
-    "live_context",
     "open_session",
     "recount",
     "reset_session",

@@ -8,7 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from sessions_app.models import MemoryBlock, Message, Session
-from sessions_app.services.context import live_rows
+from sessions_app.selectors.context import live_rows
 from sessions_app.services.memory import memory_tokens
 from sessions_app.services.messages import insert_messages
 
