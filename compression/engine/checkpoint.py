@@ -34,6 +34,7 @@ from compression.models import CompressionEvent, HookDelivery
 from core.config import get_config
 from core.logs import task_kwargs
 from sessions_app.models import Session
+from sessions_app.services import guard_state
 
 logger = logging.getLogger(__name__)
 Kind = HookDelivery.Kind
@@ -117,8 +118,8 @@ def refuse(
     )
     HookDelivery.objects.filter(pk__in=gate.delivered).update(event=event)
     if not gate.ask:
-        Session.objects.filter(pk=session.pk).update(
-            cooldown_until=timezone.now() + timedelta(seconds=config.failure_cooldown_seconds)
+        guard_state.cool_down(
+            session, timezone.now() + timedelta(seconds=config.failure_cooldown_seconds)
         )
     return event
 

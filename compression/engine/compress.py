@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from compression.engine import checkpoint, hooks, notice
 from compression.engine import claim as claims
 from compression.engine import prompt as prompts
-from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.engine.fallback import local_summary
 from compression.engine.selection import Selection, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
@@ -31,7 +30,8 @@ from core.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import external_context, live_rows
-from sessions_app.services import StateConflict
+from sessions_app.services import StateConflict, guard_state
+from sessions_app.services.archive import COUNTERS, replace_with_summary
 from sessions_app.services.continuation import continue_in_new_session
 
 logger = logging.getLogger(__name__)
@@ -339,9 +339,8 @@ def _local(selection: Selection, config) -> str:
 
 def _note_failure(session: Session, config) -> None:
     """F1: a failed summary starts the cooldown (automatic triggers skip until it passes)."""
-    Session.objects.filter(pk=session.pk).update(
-        cooldown_until=timezone.now() + timedelta(seconds=config.failure_cooldown_seconds),
-        failure_streak=F("failure_streak") + 1,
+    guard_state.count_failure(
+        session, timezone.now() + timedelta(seconds=config.failure_cooldown_seconds)
     )
 
 

@@ -20,7 +20,6 @@ from django.db import transaction
 
 from compression.engine import claim as claims
 from compression.engine import prompt as prompts
-from compression.engine.archive import COUNTERS, archive_under, replace_with_summary
 from compression.engine.fallback import local_summary
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.engine.tail import select_live
@@ -31,6 +30,7 @@ from core.errors import report
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.services.archive import COUNTERS, archive_under, replace_with_summary
 
 logger = logging.getLogger(__name__)
 Outcome = CompressionEvent.Outcome

@@ -19,12 +19,12 @@ from typing import Any
 
 from django.db import transaction
 
-from compression.engine.archive import COUNTERS, replace_with_summary
 from compression.events import record_written
 from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.services.archive import COUNTERS, replace_with_summary
 
 KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
 PLACEHOLDER = (

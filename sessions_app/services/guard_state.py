@@ -53,3 +53,16 @@ def unmark_queued(session_id: str, mark: datetime | None = None) -> None:
     if mark is not None:
         rows = rows.filter(auto_queued_at=mark)
     rows.update(auto_queued_at=None)
+
+
+def count_failure(session: Session, cooldown_until: datetime) -> None:
+    """A failed summary (F1): one more in the failure streak, and automatic triggers wait until
+    ``cooldown_until``."""
+    Session.objects.filter(pk=session.pk).update(
+        cooldown_until=cooldown_until, failure_streak=F("failure_streak") + 1
+    )
+
+
+def cool_down(session: Session, until: datetime) -> None:
+    """Automatic triggers wait until ``until`` (a stopped checkpoint); the streak stays."""
+    Session.objects.filter(pk=session.pk).update(cooldown_until=until)
