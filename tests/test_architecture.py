@@ -15,57 +15,28 @@ LAYERS: dict[str, set[str]] = {
     # core/: configuration, logs, errors, metrics instruments, storage helpers, middleware.
     "ground": set(),
     "store": {"ground"},
-    "search": {"store", "ground"},
+    "search": {"store", "ground"},  # recall
     "records": {"store", "ground"},  # compression.models, compression.events
     "engine": {"records", "store", "ground"},
     "policy": {"engine", "records", "store", "ground"},
     "paths": {"engine", "records", "store", "ground"},
-    "pages": {"policy", "paths", "engine", "records", "store", "search", "ground"},
-    # The app's entry points: Django's app config, URLs, the API, queued tasks, commands.
-    "entry": {
-        "pages",
-        "policy",
-        "paths",
-        "engine",
-        "records",
-        "store",
-        "search",
-        "ground",
-    },
-    # The agent stands above the engine and recall: the turn offers the model session_search,
-    # and its endpoints answer with the engine's compression results (compression.api).
-    "agent": {
-        "entry",
-        "pages",
-        "policy",
-        "paths",
-        "engine",
-        "records",
-        "store",
-        "search",
-        "ground",
-    },
-    "site": {
-        "agent",
-        "entry",
-        "pages",
-        "policy",
-        "paths",
-        "engine",
-        "records",
-        "store",
-        "search",
-        "ground",
-    },
     "testing": {"ground"},  # loopback servers: stand alone
-    # The demo plays its history through the live triggers against the loopback model; nothing
-    # the service runs imports it (only ``manage.py setup_demo``, which is part of it).
-    "demo": {"entry", "policy", "engine", "records", "store", "ground", "testing"},
     # Bringing a Hermes Agent home across: it writes into the store, nothing else.
     "importer": {"store", "ground"},
     "import_testing": {"importer"},  # Hermes homes for tests, in Hermes's own schema
 }
-LAYERS["site"].add("importer")
+# Compression's console pages and entry points (Django's app config, URLs, the API, queued
+# tasks, commands) take anything of compression and the store; never recall.
+LAYERS["pages"] = {"policy", "paths", *LAYERS["policy"], *LAYERS["paths"]}
+LAYERS["entry"] = {"pages", *LAYERS["pages"]}
+# The agent stands above the engine and recall: the turn offers the model session_search, and
+# its endpoints answer with the engine's compression results (compression.api).
+LAYERS["agent"] = {"entry", "search", *LAYERS["entry"]}
+# The roof: settings, URLs, serving; it assembles every part.
+LAYERS["site"] = {"agent", "importer", *LAYERS["agent"]}
+# The demo plays its history through the live triggers against the loopback model; nothing
+# the service runs imports it (only ``manage.py setup_demo``, which is part of it).
+LAYERS["demo"] = {"entry", "policy", "engine", "records", "store", "ground", "testing"}
 PREFIXES = {
     "core": "ground",
     "hermes_site": "site",
@@ -210,3 +181,14 @@ def test_neither_the_engine_nor_recall_imports_the_other_or_the_agent():
         or {name.split(".")[0], target.split(".")[0]} == {"compression", "search"}
     ]
     assert wrong == [], wrong
+
+
+def test_the_parts_table_of_the_architecture_doc_lists_every_package():
+    table = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    listed = {
+        line.split("`")[1].rstrip("/") for line in table.splitlines() if line.startswith("| `")
+    }
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} | {"hermes_plugin"}
+    packages |= {f"compression/{p.parent.name}" for p in ROOT.glob("compression/*/__init__.py")}
+    packages -= {"tests", "bench", "compression/management", "compression/migrations"}
+    assert packages - listed == set(), "not in docs/architecture.md's table of parts"
