@@ -31,7 +31,7 @@ from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import external_context, live_rows
 from sessions_app.services import StateConflict, guard_state
-from sessions_app.services.archive import COUNTERS, replace_with_summary
+from sessions_app.services.archive import replace_with_summary, save_compressed
 from sessions_app.services.continuation import continue_in_new_session
 
 logger = logging.getLogger(__name__)
@@ -433,19 +433,12 @@ def _write_back(
             covers_from_position=first.position,
             covers_to_position=last.position,
         )
-        now = timezone.now()
-        locked.compressions += 1
-        fields = [*COUNTERS, "compressions"]
-        if failed:
-            locked.failure_streak += 1
-            locked.cooldown_until = now + timedelta(seconds=config.failure_cooldown_seconds)
-            fields += ["failure_streak", "cooldown_until"]
-        elif not fallback:
-            # A good summary ends the failure episode: its streak and its cooldown.
-            locked.failure_streak = 0
-            locked.cooldown_until = None
-            fields += ["failure_streak", "cooldown_until"]
-        locked.save(update_fields=fields)
+        save_compressed(
+            locked,
+            failed=failed,
+            good=not fallback,
+            cooldown_until=timezone.now() + timedelta(seconds=config.failure_cooldown_seconds),
+        )
         outcome = Outcome.FALLBACK if fallback else Outcome.COMPRESSED
         reason = [f"summary budget {budget:,} tokens"]
         if truncated:

@@ -42,6 +42,7 @@ from compression.events import record_event
 from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app.models import Session
+from sessions_app.services.provider import save_compactions_elsewhere
 
 logger = logging.getLogger(__name__)
 Outcome = CompressionEvent.Outcome
@@ -276,13 +277,10 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
             server.close()
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        locked.compressions += 1
-        locked.failure_streak = 0
         state = locked.provider_state or {}
         codex = state.setdefault("codex", {})
         codex["seen"] = [*codex.get("seen", []), _notification_key(done)][-SEEN_LIMIT:]
-        locked.provider_state = state
-        locked.save(update_fields=["compressions", "failure_streak", "provider_state"])
+        save_compactions_elsewhere(locked, state, 1, ended_failures=True)
         reason = f"the Codex app server compacted thread {thread}"
         return _event(locked, trigger, Outcome.COMPRESSED, reason, started)
 
@@ -331,7 +329,5 @@ def record_notifications(session: Session, messages: list[dict[str, Any]]) -> in
             )
         if recorded:
             codex["seen"] = seen[-SEEN_LIMIT:]
-            locked.provider_state = state
-            locked.compressions += recorded
-            locked.save(update_fields=["provider_state", "compressions"])
+            save_compactions_elsewhere(locked, state, recorded)
     return recorded

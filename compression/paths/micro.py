@@ -30,7 +30,7 @@ from core.errors import report
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
-from sessions_app.services.archive import COUNTERS, archive_under, replace_with_summary
+from sessions_app.services.archive import archive_folded, replace_with_summary, save_compressed
 
 logger = logging.getLogger(__name__)
 Outcome = CompressionEvent.Outcome
@@ -161,19 +161,12 @@ def _fold(session: Session, config) -> MicroResult:
             covers_from_position=first.covers_from_position or first.position,
             covers_to_position=group[-1].position,
         )
-        locked.save(update_fields=COUNTERS)
+        save_compressed(locked, counted=False)
     # Step 2: the folded turn leaves the live context.
     archived = 0
     error = ""
     try:
-        with transaction.atomic():
-            locked = Session.objects.select_for_update().get(pk=session.pk)
-            archived, archived_tokens = archive_under(
-                Message.objects.filter(session=locked, pk__in=[m.pk for m in group]), summary
-            )
-            locked.live_messages -= archived
-            locked.live_tokens -= archived_tokens
-            locked.save(update_fields=["live_messages", "live_tokens", "updated_at"])
+        archived = archive_folded(session, [m.pk for m in group], summary)
     except Exception as exc:  # F4: keep the summary; originals stay live until a full compression
         error = report(exc, f"micro-compaction of session {session.pk} (archiving the fold)")
     session.refresh_from_db()

@@ -37,6 +37,7 @@ from core.config import get_config
 from core.errors import report
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.services.pruned import save_pruned
 from sessions_app.tokens import count_message
 
 logger = logging.getLogger(__name__)
@@ -224,11 +225,7 @@ def _prune_locked(session: Session, config) -> PruneResult:
         row = by_id[pk]
         row.token_count = count
         row.pruned_at = now
-    Message.objects.bulk_update(
-        [by_id[pk] for pk in new_counts],
-        ["pruned_content", "pruned_tool_calls", "token_count", "pruned_at"],
-    )
-    Session.objects.filter(pk=session.pk).update(live_tokens=before - reclaimed)
+    save_pruned(session, [by_id[pk] for pk in new_counts], before - reclaimed)
     return PruneResult(
         Outcome.PRUNED,
         f"pruned {len(new_counts)} tool message(s), reclaiming {reclaimed:,} tokens",

@@ -24,7 +24,7 @@ from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
-from sessions_app.services.archive import COUNTERS, replace_with_summary
+from sessions_app.services.archive import replace_with_summary, save_compressed
 
 KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
 PLACEHOLDER = (
@@ -60,8 +60,7 @@ def store_compaction(
             covers_to_position=replaced[-1].position if replaced else None,
             provider_item=item,
         )
-        locked.compressions += 1
-        locked.save(update_fields=[*COUNTERS, "compressions"])
+        save_compressed(locked)
         return record_written(
             locked,
             CompressionEvent.Trigger.SERVER,

@@ -3,6 +3,9 @@ makes (the engine, micro-compaction, OpenAI server compaction). Rows are never d
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.db import transaction
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
@@ -42,3 +45,46 @@ def replace_with_summary(
     locked.total_messages += 1
     locked.last_prompt_tokens = None  # the usage a model last reported described the old context
     return row, archived
+
+
+def save_compressed(
+    locked: Session,
+    *,
+    counted: bool = True,
+    failed: bool = False,
+    good: bool = False,
+    cooldown_until: datetime | None = None,
+) -> None:
+    """Save what writing a summary changed on the session: the counters
+    :func:`replace_with_summary` moved, one more compression (``counted``; a micro-compaction's
+    rolling summary is not one), and the failure episode -- a failed model call behind a local
+    summary adds to the streak and starts the cooldown (until ``cooldown_until``), a good
+    summary ends both."""
+    fields = list(COUNTERS)
+    if counted:
+        locked.compressions += 1
+        fields.append("compressions")
+    if failed:
+        locked.failure_streak += 1
+        locked.cooldown_until = cooldown_until
+        fields += ["failure_streak", "cooldown_until"]
+    elif good:
+        locked.failure_streak = 0
+        locked.cooldown_until = None
+        fields += ["failure_streak", "cooldown_until"]
+    locked.save(update_fields=fields)
+
+
+def archive_folded(session: Session, ids: list[int], summary: Message) -> int:
+    """Micro-compaction's second step: the folded turn's rows leave the live context under the
+    rolling summary its first step wrote (a transaction of its own, under the session's lock).
+    Returns how many rows were archived."""
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        archived, archived_tokens = archive_under(
+            Message.objects.filter(session=locked, pk__in=ids), summary
+        )
+        locked.live_messages -= archived
+        locked.live_tokens -= archived_tokens
+        locked.save(update_fields=["live_messages", "live_tokens", "updated_at"])
+    return archived
