@@ -192,3 +192,26 @@ def test_the_parts_table_of_the_architecture_doc_lists_every_package():
     packages |= {f"compression/{p.parent.name}" for p in ROOT.glob("compression/*/__init__.py")}
     packages -= {"tests", "bench", "compression/management", "compression/migrations"}
     assert packages - listed == set(), "not in docs/architecture.md's table of parts"
+
+
+def test_only_the_store_writes_sessions_and_messages():
+    """Compression and the agent write a session's or a message's row only through the store's
+    services; the one exception is the compression claim (conditional updates of its own)."""
+    import re
+
+    writes = re.compile(
+        r"(Session|Message)\.objects\b[^\n]*?\.(update|create|bulk_update|bulk_create|delete)\("
+        r"|\blocked\.save\(|\bsession\.save\("
+    )
+    allowed = {"compression.engine.claim"}
+    wrong = [
+        f"{name}:{number}"
+        for name, path in modules().items()
+        if name.split(".")[0] in ("compression", "agent")
+        and layer(name) not in ("testing", "demo")
+        and ".migrations" not in name
+        and name not in allowed
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if writes.search(line)
+    ]
+    assert wrong == [], wrong
