@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Literal
 from uuid import UUID
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
+from search.results import Bookmarks, WindowRow
 from search.service import Filters, InvalidQuery, SearchResult, search
 from sessions_app.api.auth import READ
 from sessions_app.api.schemas import ErrorOut, only_declared
@@ -78,35 +80,12 @@ class SessionRef(BaseModel):
     channel: str
 
 
-class WindowRowOut(BaseModel):
-    id: int
-    position: int
-    role: str
-    kind: str
-    lead: str
-    created_at: datetime
-    is_hit: bool
-
-
-class BookmarkOut(BaseModel):
-    position: int
-    of: int = Field(description="Messages in the whole conversation.")
-    timestamp: datetime
-    role: str
-    lead: str
-
-
-class Bookmarks(BaseModel):
-    start: BookmarkOut
-    end: BookmarkOut
-
-
 class HitOut(BaseModel):
     message: MessageRef
     session: SessionRef
     score: float | None = Field(description="BM25 (lower is better); null for scan hits.")
     excerpt_html: str = Field(description="Escaped text; matches wrapped in <mark>.")
-    window: list[WindowRowOut]
+    window: list[WindowRow]
     bookmarks: Bookmarks
     rolled_back: bool
 
@@ -142,15 +121,6 @@ class SearchOut(BaseModel):
 
 
 def serialize(result: SearchResult, limit: int, offset: int) -> dict:
-    def bookmark(b) -> dict:
-        return {
-            "position": b.position,
-            "of": b.of,
-            "timestamp": b.timestamp,
-            "role": b.role,
-            "lead": b.lead,
-        }
-
     return {
         "query": result.query.text,
         "index": result.index,
@@ -181,7 +151,7 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
                 "score": hit.score,
                 "excerpt_html": hit.excerpt_html,
                 "window": [row.__dict__ for row in hit.window],
-                "bookmarks": {"start": bookmark(hit.start), "end": bookmark(hit.end)},
+                "bookmarks": asdict(hit.bookmarks),
                 "rolled_back": hit.rolled_back,
             }
             for hit in result.hits

@@ -30,8 +30,7 @@ class Hit:
     score: float | None
     excerpt_html: str
     window: list[results.WindowRow]
-    start: results.Bookmark
-    end: results.Bookmark
+    bookmarks: results.Bookmarks
     rolled_back: bool = False
 
 
@@ -187,7 +186,6 @@ def _hits(
         if message is None or pk in carried_on:
             continue
         shown = results.window_rows(around[pk], message)
-        start, end = results.bookmarks(shown, message.session.total_messages)
         hits.append(
             Hit(
                 message=message,
@@ -197,8 +195,7 @@ def _hits(
                     search_text(message.content, message.tool_calls), needles
                 ),
                 window=shown,
-                start=start,
-                end=end,
+                bookmarks=results.bookmarks(shown, message.session.total_messages),
                 rolled_back=rolled_back,
             )
         )
