@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal, get_type_hints
 from uuid import UUID
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
-from search.service import Filters, InvalidQuery, SearchResult, search
+from search.service import Filters, Hit, InvalidQuery, SearchResult, search
 from sessions_app.api.auth import READ
 from sessions_app.api.schemas import ErrorOut, only_declared
 from sessions_app.services import InvalidInput
@@ -78,79 +79,30 @@ class SessionRef(BaseModel):
     channel: str
 
 
-class WindowRowOut(BaseModel):
-    id: int
-    position: int
-    role: str
-    kind: str
-    lead: str
-    created_at: datetime
-    is_hit: bool
+def _answer(name: str, result: type, **shown_as: Any) -> type[BaseModel]:
+    """The schema of an answer made from a result dataclass: its fields in their order, with
+    their types and descriptions, every one required (an answer carries them all); ``shown_as``
+    gives a field the form the answer shows it in, or None to leave it out, and adds a field
+    the dataclass does not have after the others."""
+    hints = get_type_hints(result, include_extras=True)
+    fields = {f.name: hints[f.name] for f in dataclasses.fields(result)} | shown_as
+    return create_model(name, **{n: (t, ...) for n, t in fields.items() if t is not None})
 
 
-class BookmarkOut(BaseModel):
-    position: int
-    of: int = Field(description="Messages in the whole conversation.")
-    timestamp: datetime
-    role: str
-    lead: str
-
-
-class Bookmarks(BaseModel):
-    start: BookmarkOut
-    end: BookmarkOut
-
-
-class HitOut(BaseModel):
-    message: MessageRef
-    session: SessionRef
-    score: float | None = Field(description="BM25 (lower is better); null for scan hits.")
-    excerpt_html: str = Field(description="Escaped text; matches wrapped in <mark>.")
-    window: list[WindowRowOut]
-    bookmarks: Bookmarks
-    rolled_back: bool
-
-
-class SearchOut(BaseModel):
-    query: str
-    index: str | None = Field(description="words, bigram, trigram or scan; null if none matched.")
-    tried: list[str]
-    hits: list[HitOut]
-    has_more: bool
-    total: int = Field(
-        description="Messages that matched: exact when total_exact, else at least this many "
-        "(the indexes count up to their rank window; the scan to one past this page). A carried "
-        "copy and the row it repeats count as two and show as one."
-    )
-    total_exact: bool
-    scan_reached: int | None = Field(
-        description="Set when the scan (the answer of last resort) stopped before reading every "
-        "message: the oldest message id it read. Older messages were not searched."
-    )
-    next_before: int | None = Field(
-        description="Pass as `before` to go on searching older messages; null when nothing is "
-        "left unread."
-    )
-    ranked_within: int | None = Field(
-        description="Set when this page was ranked within the newest this-many matches only: the "
-        "query matched more, and the best rows the worker keeps for ranking it over every match "
-        "are not ready yet (asked for; try again shortly) or this page lies past them. Null: "
-        "ranked over every match."
-    )
-    limit: int
-    offset: int
+HitOut = _answer("HitOut", Hit, message=MessageRef, session=SessionRef)
+SearchOut = _answer(
+    "SearchOut",
+    SearchResult,
+    query=str,
+    hits=list[HitOut],
+    lookup_seconds=None,
+    total_seconds=None,
+    limit=int,
+    offset=int,
+)
 
 
 def serialize(result: SearchResult, limit: int, offset: int) -> dict:
-    def bookmark(b) -> dict:
-        return {
-            "position": b.position,
-            "of": b.of,
-            "timestamp": b.timestamp,
-            "role": b.role,
-            "lead": b.lead,
-        }
-
     return {
         "query": result.query.text,
         "index": result.index,
@@ -181,7 +133,7 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
                 "score": hit.score,
                 "excerpt_html": hit.excerpt_html,
                 "window": [row.__dict__ for row in hit.window],
-                "bookmarks": {"start": bookmark(hit.start), "end": bookmark(hit.end)},
+                "bookmarks": dataclasses.asdict(hit.bookmarks),
                 "rolled_back": hit.rolled_back,
             }
             for hit in result.hits

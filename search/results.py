@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape  # Django's wraps it in a lazy-aware SafeString: same text, slower
 from operator import attrgetter
+from typing import Annotated
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from pydantic import Field
 
 from search.text import fold, search_text
 from sessions_app.models import Message
@@ -128,8 +130,9 @@ class Nearby:
         return Message.Kind.ARCHIVED if self.compressed else Message.Kind.ROLLED_BACK
 
 
-# Not frozen: a frozen dataclass sets each field through object.__setattr__, 4-5 times slower
-# to build, and a page builds a hundred of these.
+# The API answers with these dataclasses as they are (search.api): a field declared here is
+# one of the answer's. Not frozen: a frozen dataclass sets each field through
+# object.__setattr__, 4-5 times slower to build, and a page builds a hundred of these.
 @dataclass
 class WindowRow:
     id: int
@@ -144,10 +147,16 @@ class WindowRow:
 @dataclass
 class Bookmark:
     position: int
-    of: int
+    of: Annotated[int, Field(description="Messages in the whole conversation.")]
     timestamp: datetime
     role: str
     lead: str
+
+
+@dataclass
+class Bookmarks:
+    start: Bookmark
+    end: Bookmark
 
 
 def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[int, list[Message]]:
@@ -255,7 +264,7 @@ def window_rows(rows: list[Message], hit: Message) -> list[WindowRow]:
     ]
 
 
-def bookmarks(window: list[WindowRow], total: int) -> tuple[Bookmark, Bookmark]:
+def bookmarks(window: list[WindowRow], total: int) -> Bookmarks:
     """Bookmarks of a window's first and last rows. Their shorter lead is cut from the
     window's (a cut of a cut at a longer length is the same cut): no message is read twice."""
 
@@ -268,4 +277,4 @@ def bookmarks(window: list[WindowRow], total: int) -> tuple[Bookmark, Bookmark]:
             lead=_cut(row.lead, BOOKMARK_LEAD_CHARS),
         )
 
-    return mark(window[0]), mark(window[-1])
+    return Bookmarks(start=mark(window[0]), end=mark(window[-1]))

@@ -7,8 +7,10 @@ import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from django.db import DatabaseError, connection, transaction
+from pydantic import Field
 
 from core.instruments import SEARCH_SECONDS
 from search import ranked, results, rows
@@ -23,34 +25,63 @@ logger = logging.getLogger(__name__)
 __all__ = ["Filters", "Hit", "InvalidQuery", "SearchResult", "search"]
 
 
+# The API's answer is made from these two (search.api): a field's type and description here are
+# the answer's, but for the fields it shows in another form (a message, a session, the query).
+
+
 @dataclass  # not frozen: a frozen dataclass is 4-5 times slower to build (one per hit)
 class Hit:
     message: Message
     session: Session
-    score: float | None
-    excerpt_html: str
+    score: Annotated[float | None, Field(description="BM25 (lower is better); null for scan hits.")]
+    excerpt_html: Annotated[str, Field(description="Escaped text; matches wrapped in <mark>.")]
     window: list[results.WindowRow]
-    start: results.Bookmark
-    end: results.Bookmark
+    bookmarks: results.Bookmarks
     rolled_back: bool = False
 
 
 @dataclass
 class SearchResult:
     query: ParsedQuery
-    index: str | None
+    index: Annotated[
+        str | None, Field(description="words, bigram, trigram or scan; null if none matched.")
+    ]
     tried: list[str] = field(default_factory=list)
     hits: list[Hit] = field(default_factory=list)
     has_more: bool = False
-    # How many messages matched: exact, or (total_exact false) at least this many -- the ranked
-    # indexes count up to their rank window, the scan to the end of this page and one more.
-    total: int = 0
+    total: Annotated[
+        int,
+        Field(
+            description="Messages that matched: exact when total_exact, else at least this many "
+            "(the indexes count up to their rank window; the scan to one past this page). A "
+            "carried copy and the row it repeats count as two and show as one."
+        ),
+    ] = 0
     total_exact: bool = True
-    ranked_within: int | None = None  # set when this page was ranked within the newest N matches
-    # The scan stopped at this id before reading everything (its time box ran out); continue
-    # with before=next_before to read older messages.
-    scan_reached: int | None = None
-    next_before: int | None = None
+    # The scan's time box ran out: continue with before=next_before to read older messages.
+    scan_reached: Annotated[
+        int | None,
+        Field(
+            description="Set when the scan (the answer of last resort) stopped before reading "
+            "every message: the oldest message id it read. Older messages were not searched."
+        ),
+    ] = None
+    next_before: Annotated[
+        int | None,
+        Field(
+            description="Pass as `before` to go on searching older messages; null when nothing "
+            "is left unread."
+        ),
+    ] = None
+    ranked_within: Annotated[
+        int | None,
+        Field(
+            description="Set when this page was ranked within the newest this-many matches "
+            "only: the query matched more, and the best rows the worker keeps for ranking it "
+            "over every match are not ready yet (asked for; try again shortly) or this page lies "
+            "past them. Null: ranked over every match."
+        ),
+    ] = None
     lookup_seconds: float = 0.0  # routing, matching and ranking (what an unindexed scan does)
     total_seconds: float = 0.0  # including excerpts, windows and bookmarks
 
@@ -187,7 +218,6 @@ def _hits(
         if message is None or pk in carried_on:
             continue
         shown = results.window_rows(around[pk], message)
-        start, end = results.bookmarks(shown, message.session.total_messages)
         hits.append(
             Hit(
                 message=message,
@@ -197,8 +227,7 @@ def _hits(
                     search_text(message.content, message.tool_calls), needles
                 ),
                 window=shown,
-                start=start,
-                end=end,
+                bookmarks=results.bookmarks(shown, message.session.total_messages),
                 rolled_back=rolled_back,
             )
         )

@@ -206,6 +206,15 @@ class ArchivedFilter(admin.SimpleListFilter):
         return queryset.filter(archived_at__isnull=self.value() != "yes")
 
 
+# The message kinds the erasure's confirmation counts, each under its column's heading.
+ERASE_COLUMNS = {
+    "live": "live",
+    "summary": "summary",
+    "archived": "archived",
+    "rolled_back": "rolled back",
+}
+
+
 @admin.register(Session)
 class SessionAdmin(HermesAdmin):
     list_display = (
@@ -316,21 +325,8 @@ class SessionAdmin(HermesAdmin):
         except NotFound as exc:
             self.message_user(request, f"{exc.message}", messages.ERROR)
             return None
-        if request.POST.get("confirm") != "yes":
-            return TemplateResponse(
-                request,
-                "admin/sessions_app/confirm_erase.html",
-                {
-                    **self.admin_site.each_context(request),
-                    "title": "Erase these sessions for good?",
-                    "plan": plan,
-                    "lines": plan.describe(),
-                    "selected": [str(pk) for pk in queryset.values_list("pk", flat=True)],
-                    "continuations": any(i.why != "chosen" for i in plan.sessions),
-                    "action": "erase_sessions",
-                    "opts": self.model._meta,
-                },
-            )
+        if not self.confirmed(request):
+            return self._confirm_erase(request, queryset, plan)
         try:
             entry = erase.erase(plan, admin_actor(request))
         except StateConflict as exc:
@@ -344,6 +340,46 @@ class SessionAdmin(HermesAdmin):
             messages.SUCCESS,
         )
         return None
+
+    def _confirm_erase(
+        self, request: HttpRequest, queryset: QuerySet[Session], plan: erase.ErasePlan
+    ) -> TemplateResponse:
+        explanation = [
+            format_html(
+                "<strong>{}</strong> {}",
+                "This deletes for good.",
+                "Everything listed goes from the database and from every search index; it "
+                "cannot be undone or restored except from a backup. An audit entry records who "
+                "erased what scope and how many rows of each kind, never the content.",
+            )
+        ]
+        if any(item.why != "chosen" for item in plan.sessions):
+            explanation.append(
+                "Continuations are included: a continuation carries on its parent's "
+                "conversation with copies of its rows, so erasing a session erases every "
+                "continuation of it."
+            )
+        related = ", ".join(f"{n} {name}" for name, n in plan.related.items())
+        return self.confirmation(
+            request,
+            queryset,
+            action="erase_sessions",
+            title="Erase these sessions for good?",
+            explanation=explanation,
+            columns=("channel", "session", "title", "why", *ERASE_COLUMNS.values()),
+            rows=[
+                (
+                    item.session.channel.name,
+                    format_html("<code>{}</code>", item.session.pk),
+                    item.session.title or "(untitled)",
+                    item.why,
+                    *(item.messages[kind] for kind in ERASE_COLUMNS),
+                )
+                for item in plan.sessions
+            ],
+            after=[f"Also deleted: {related}."] if related else [],
+            yes="Yes, erase all of this for good",
+        )
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:

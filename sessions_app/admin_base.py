@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
+from django.template.response import TemplateResponse
 
 
 class HermesAdmin(admin.ModelAdmin):
@@ -28,6 +31,45 @@ class HermesAdmin(admin.ModelAdmin):
                 )
                 return HttpResponseRedirect(request.get_full_path())
         return super().response_action(request, queryset)
+
+    @staticmethod
+    def confirmed(request: HttpRequest) -> bool:
+        """Whether an action's request comes from the Yes of its confirmation page."""
+        return request.POST.get("confirm") == "yes"
+
+    def confirmation(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet,
+        *,
+        action: str,
+        title: str,
+        explanation: Sequence[str],
+        columns: Sequence[str],
+        rows: Iterable[Sequence[object]],
+        yes: str,
+        after: Sequence[str] = (),
+    ) -> TemplateResponse:
+        """The page an action shows before it acts (admin/confirm_action.html): what it does
+        (``explanation``, paragraphs), a table of what it will act on, what else (``after``),
+        and a form that posts the same selection to the same action again with
+        ``confirm=yes``, under the button ``yes``, or goes back."""
+        return TemplateResponse(
+            request,
+            "admin/confirm_action.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": title,
+                "explanation": explanation,
+                "columns": columns,
+                "rows": rows,
+                "after": after,
+                "selected": [str(pk) for pk in queryset.values_list("pk", flat=True)],
+                "action": action,
+                "yes": yes,
+                "opts": self.model._meta,
+            },
+        )
 
 
 class ReadOnlyAdmin(HermesAdmin):

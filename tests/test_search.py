@@ -648,7 +648,7 @@ def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
         assert _lead(row, limit) == (flat if len(flat) <= limit else flat[: limit - 1] + "…")
     lead = _lead(row, LEAD_CHARS)
     window = [WindowRow(1, 0, "user", "live", lead, row.created_at, True)]
-    assert bookmarks(window, 1)[0].lead == _lead(row, BOOKMARK_LEAD_CHARS)
+    assert bookmarks(window, 1).start.lead == _lead(row, BOOKMARK_LEAD_CHARS)
 
 
 @pytest.mark.parametrize(("window", "statements"), [(2, 2), (0, 1)])

@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import Q
 from django.http import HttpRequest
-from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from compression.models import CompressionEvent, HookDelivery, ModelThresholdOverride
@@ -313,17 +312,20 @@ class CompressingSessionAdmin(SessionAdmin):
         permissions=["change"],
     )
     def reset_sessions(self, request: HttpRequest, queryset):
-        if request.POST.get("confirm") != "yes":
-            return TemplateResponse(
+        if not self.confirmed(request):
+            return self.confirmation(
                 request,
-                "admin/compression/confirm_reset.html",
-                {
-                    **self.admin_site.each_context(request),
-                    "title": "Reset sessions?",
-                    "sessions": queryset,
-                    "action": "reset_sessions",
-                    "opts": self.model._meta,
-                },
+                queryset,
+                action="reset_sessions",
+                title="Reset sessions?",
+                explanation=[
+                    "Resetting archives every live message of these sessions except their system "
+                    "prompt. Nothing is deleted: the archived messages stay in the database and "
+                    "in search."
+                ],
+                columns=("session", "live messages"),
+                rows=[(session, session.live_messages) for session in queryset],
+                yes="Yes, reset",
             )
         note = f"reset from the admin by {request.user.get_username()}"
         archived = 0

@@ -88,8 +88,9 @@ class Command(BaseCommand):
         for hit in result.hits:
             m = hit.message
             flag = " [rolled back]" if hit.rolled_back else ""
+            total = hit.bookmarks.start.of
             self.stdout.write(
-                f"\n{hit.session.pk} #{m.position}/{hit.start.of} {m.role} {m.kind}{flag} "
+                f"\n{hit.session.pk} #{m.position}/{total} {m.role} {m.kind}{flag} "
                 f"{m.created_at:%Y-%m-%d %H:%M}"
             )
             self.stdout.write("  " + _plain(hit.excerpt_html, self.style.WARNING))
