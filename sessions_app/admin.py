@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, ClassVar, TypedDict
 
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
@@ -217,7 +217,8 @@ class ArchivedFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(HermesAdmin):
-    list_display = (
+    # Typed as tuples of any length: compression's admin extends them.
+    list_display: tuple[str, ...] = (
         "__str__",
         "channel",
         "model",
@@ -228,10 +229,15 @@ class SessionAdmin(HermesAdmin):
         "guard_state",
         "last_activity_at",
     )
-    list_filter = (ArchivedFilter, "channel", "model", "context_window_source")
+    list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
+        ArchivedFilter,
+        "channel",
+        "model",
+        "context_window_source",
+    )
     search_fields = ("id", "title", "external_id", "model")
     list_select_related = ("channel",)
-    readonly_fields = (
+    readonly_fields: ClassVar[tuple[str, ...]] = (
         "id",
         "channel",
         "external_id",

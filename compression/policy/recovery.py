@@ -189,7 +189,7 @@ def reset_after_exhaustion(session: Session) -> int:
         )
         # A whole reset is recorded by the reset hook, as every reset; a partial one here.
         whole = good is None
-        if whole:
+        if good is None:
             archived = reset_session(
                 locked, source=Trigger.EXHAUSTION, note="compression exhausted: session reset"
             )
