@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -53,9 +52,7 @@ class Command(BaseCommand):
             f"{verification.messages} messages, {verification.sessions} sessions."
         )
 
-    def _sqlite(
-        self, source: Path, partial: Path, quiet: bool, db: Mapping[str, Any]
-    ) -> tuple[int, int]:
+    def _sqlite(self, source: Path, partial: Path, quiet: bool, db: Mapping) -> tuple[int, int]:
         if not source.is_file():
             raise backup.BackupError(f"no database at {source}: nothing to back up")
         bars: list[tqdm] = []
