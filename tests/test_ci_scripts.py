@@ -41,7 +41,7 @@ def test_bin_test_keeps_each_pass_s_screenshots_in_its_own_folder_and_clears_the
     tmp_path,
 ):
     _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
-    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff"):
+    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff", ".venv/bin/mypy"):
         _script(tmp_path / stub, "#!/bin/sh\nexit 0\n")
     _script(tmp_path / ".venv" / "bin" / "python", FAKE_PYTHON)
     artifacts = tmp_path / "var" / "test-artifacts"
