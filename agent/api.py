@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from django.http import HttpRequest
 from ninja import Body, Router, Schema
 from pydantic import ConfigDict, Field
 
@@ -14,7 +13,7 @@ from agent.stream import streamed_turn
 from agent.turn import TurnResult, run_turn
 from compression.api import ERRORS, CompressOut
 from compression.tasks import result_dict
-from sessions_app.api.auth import READ, WRITE
+from sessions_app.api.auth import READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
 from sessions_app.services import get_session_for_channel
 
@@ -76,7 +75,7 @@ class TurnOut(Schema):
     },
     auth=WRITE,
 )
-def turn(request: HttpRequest, session_id: str, payload: TurnIn):
+def turn(request: ChannelRequest, session_id: str, payload: TurnIn):
     """The gateway's inbound user message: hygiene, preflight, the chat model call, the reply and
     usage stored, the post-call check. `/compress [focus]` runs the manual command instead."""
     session = get_session_for_channel(request.auth, session_id)
@@ -115,7 +114,7 @@ class ToolCallOut(Schema):
 
 
 @router.get("/tools", response={200: ToolsOut, **ERRORS}, auth=READ)
-def tools(request: HttpRequest):
+def tools(request: ChannelRequest):
     """The `session_search` tool's schema, for gateways that run their own model loop."""
     return {"tools": [recall.schema()]}
 
@@ -126,7 +125,7 @@ def tools(request: HttpRequest):
     auth=READ,
 )
 def session_search(
-    request: HttpRequest, session_id: str, arguments: Annotated[dict[str, Any], Body()]
+    request: ChannelRequest, session_id: str, arguments: Annotated[dict[str, Any], Body()]
 ):
     """Run one `session_search` call with the arguments the model sent (a JSON object): the
     answer to put in the tool message. Arguments the tool refuses are answered, not rejected."""

@@ -4,13 +4,17 @@ The streamed call is the turn's own (it yields as the model writes)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 
 from agent import responses
 from core.config import ChatModelConfig
 from sessions_app.services import ServiceError
+
+if TYPE_CHECKING:  # the SDK's types of what it sends; our messages are its format, as dicts
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.responses import ResponseInputParam
 
 
 class ChatUnavailable(ServiceError):
@@ -67,7 +71,7 @@ def call_responses(
             lambda: client.responses.create(
                 model=model,
                 instructions=instructions,
-                input=items,
+                input=cast("ResponseInputParam", items),
                 context_management=[{"type": "compaction", "compact_threshold": compact_threshold}],
                 store=False,
             )
@@ -111,7 +115,9 @@ def call_chat(
     options = tool_options(tools, tool_choice)
     try:
         response = sdk_call(
-            lambda: client.chat.completions.create(model=model, messages=messages, **options)
+            lambda: client.chat.completions.create(
+                model=model, messages=cast("list[ChatCompletionMessageParam]", messages), **options
+            )
         )
     finally:
         client.close()

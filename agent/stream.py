@@ -40,7 +40,7 @@ def streamed_turn(
         first.append(_event(event.pop("event"), event))
     except StopIteration as done:  # a turn that had nothing to stream (/compress, say)
         first.append(_event("done", answer(done.value)))
-        steps = iter(())
+        # steps has ended: events() reads nothing more from it, and closing it does nothing.
 
     def events() -> Iterator[bytes]:
         yield from first

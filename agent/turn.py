@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.utils import timezone
 
@@ -49,6 +49,9 @@ from sessions_app.services import (
 )
 from sessions_app.services.memory import with_memory
 from sessions_app.services.validation import normalize_message, validate_message
+
+if TYPE_CHECKING:  # the SDK's type of the messages it sends: ours are its format, as dicts
+    from openai.types.chat import ChatCompletionMessageParam
 
 Trigger = CompressionEvent.Trigger
 logger = logging.getLogger(__name__)
@@ -89,7 +92,9 @@ def _chat(
     try:
         chunks = sdk_call(
             lambda: client.chat.completions.create(
-                model=model_of(session), messages=messages, **options
+                model=model_of(session),
+                messages=cast("list[ChatCompletionMessageParam]", messages),
+                **options,
             )
         )
         try:
@@ -245,6 +250,8 @@ def turn_steps(
                 attempt=attempts,
                 exhaustion=False,
             )
+            if recovered.decision is None:  # recover() decides for every error it is given
+                raise RuntimeError("recover() made no decision for a model error") from None
             step = recovered.decision
             if recovered.kind is None or step.action == "none":
                 raise ChatFailed(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
@@ -14,9 +13,9 @@ from compression.models import CompressionEvent
 from compression.policy import waiting
 from compression.policy.recovery import ModelError, enqueue_error, error_attempts, recover
 from compression.policy.triggers import Decision, enqueue_manual, enqueue_requested
-from sessions_app.api.auth import OPERATE, WRITE
+from sessions_app.api.auth import OPERATE, WRITE, ChannelRequest
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
-from sessions_app.api.schemas import ErrorOut, SessionOut, json_int
+from sessions_app.api.schemas import ErrorOut, Integral, SessionOut
 from sessions_app.selectors import live_context
 from sessions_app.selectors.context import external_context
 from sessions_app.services import (
@@ -31,35 +30,37 @@ ERRORS = {**STORE_ERRORS, 501: ErrorOut}
 
 
 class CompressIn(Schema):
-    around_position: json_int(ge=0, le=2**31) | None = Field(
-        None,
+    # Defaults by name (default=...): a type checker sees no positional one, and the route
+    # builds CompressIn() when the request has no body.
+    around_position: Annotated[int, Field(ge=0, le=2**31), Integral] | None = Field(
+        default=None,
         description="Compress only near this message position (local compression). A position "
         "the session has no message at answers 404.",
     )
     focus: Annotated[str, Field(max_length=500)] | None = Field(
-        None, description="A topic the summary should keep in most detail."
+        default=None, description="A topic the summary should keep in most detail."
     )
     confirm: bool = Field(
-        False,
+        default=False,
         description="Compress even if a pre-compact hook fails (with "
         "`compression.checkpoint_required`, a failed checkpoint otherwise answers 409).",
     )
-    wait: bool = Field(True, description="Wait for the result (up to wait_seconds).")
+    wait: bool = Field(default=True, description="Wait for the result (up to wait_seconds).")
     wait_seconds: Annotated[float, Field(ge=0, le=900)] = 120
     automatic: bool = Field(
-        False,
+        default=False,
         description="Run the compression the service's own trigger would (the one an append "
         'with "defer" answered as due): the threshold is checked again and the guards apply '
         "(cooldown, anti-thrash, compression.enabled). Takes no focus, around_position or "
         "confirm.",
     )
     memory_context: Annotated[str, Field(max_length=MEMORY_CONTEXT_MAX_CHARS)] | None = Field(
-        None,
+        default=None,
         description="Text from the client's memory providers: the summariser reads it after "
         "the transcript, as reference material (not instructions).",
     )
     return_context: bool = Field(
-        False,
+        default=False,
         description="Also answer the live context afterwards (`context`, as GET "
         "/sessions/{id}/context answers its `messages`): a client that waits on the "
         "compression needs no second round trip.",
@@ -113,7 +114,7 @@ class CompressOut(Schema):
     response={200: CompressOut, 202: CompressOut, **ERRORS},
     auth=OPERATE,
 )
-def compress(request: HttpRequest, session_id: str, payload: CompressIn | None = None):
+def compress(request: ChannelRequest, session_id: str, payload: CompressIn | None = None):
     """Manual compression, run by the background worker (bypasses cooldown and anti-thrash);
     with `automatic`, the service's own automatic compression instead (guards apply).
 
@@ -196,7 +197,7 @@ class CodexNotificationsOut(Schema):
     response={200: CodexNotificationsOut, **ERRORS},
     auth=WRITE,
 )
-def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNotificationsIn):
+def codex_notifications(request: ChannelRequest, session_id: str, payload: CodexNotificationsIn):
     """For sessions opened with `codex_thread_id` (T7a, native mode): forward the app server's
     notifications; a `contextCompaction` item (or the older `thread/compacted`) is recorded as a
     compression event, so the session's history says when Codex compacted its own thread."""
@@ -214,7 +215,7 @@ def codex_notifications(request: HttpRequest, session_id: str, payload: CodexNot
 
 
 class ModelErrorIn(Schema):
-    status: json_int(ge=100, le=599) | None = Field(
+    status: Annotated[int, Field(ge=100, le=599), Integral] | None = Field(
         description="The HTTP status the model answered the gateway's call (null: an error "
         "without one, such as one inside a stream)."
     )
@@ -259,7 +260,7 @@ class ModelErrorOut(Schema):
     response={200: ModelErrorOut, 202: ModelErrorOut, **ERRORS},
     auth=WRITE,
 )
-def model_error(request: HttpRequest, session_id: str, payload: ModelErrorIn):
+def model_error(request: ChannelRequest, session_id: str, payload: ModelErrorIn):
     """A gateway that calls the model itself reports what the model answered instead of a
     reply; the service does what `/turn` does with it (SPEC T4, F3). An error that means "too
     big" compresses at once, ignoring the cooldown (a long-context 429 also lowers the window
@@ -291,6 +292,8 @@ def model_error(request: HttpRequest, session_id: str, payload: ModelErrorIn):
 
     recovered = recover(session, error, attempt=error_attempts(session), compressor=in_worker)
     decision = recovered.decision
+    if decision is None:  # recover() decides something for every error it is given
+        raise RuntimeError("recover() made no decision for a model error")
     body = ran.get("body")
     if body and body.get("continued_in"):
         session = get_session_for_channel(request.auth, body["continued_in"])

@@ -8,9 +8,10 @@ import logging
 import re
 import time
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from compression.models import CompressionEvent
@@ -120,7 +121,7 @@ def _repeat(session: Session, shape: str, reason: str, fields: dict[str, Any]) -
     meta = CompressionEvent._meta
     names = sorted(fields)
     quote = connection.ops.quote_name
-    columns = ", ".join(f"{quote(meta.get_field(n).column)} = %s" for n in names)
+    columns = ", ".join(f"{quote(cast(Field, meta.get_field(n)).column)} = %s" for n in names)
     table = quote(meta.db_table)
     session_id = meta.get_field("session").target_field.get_db_prep_value(session.pk, connection)
     with connection.cursor() as cursor:
@@ -164,7 +165,7 @@ def trim_decisions(now: datetime | None = None) -> int:
             trimmed += CompressionEvent.objects.filter(pk__in=ids).delete()[0]
 
 
-RESET_BY = {
+RESET_BY: dict[str, str] = {
     CompressionEvent.Trigger.MANUAL_API: "reset through the API",
     CompressionEvent.Trigger.MANUAL_ADMIN: "reset by an operator",
     CompressionEvent.Trigger.EXHAUSTION: "compression exhausted: session reset",

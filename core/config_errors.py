@@ -3,6 +3,7 @@ and secrets never echoed (start-up output ends up in logs)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -10,7 +11,7 @@ from pydantic import BaseModel
 SECRET_KEYS = frozenset({"metrics_token", "secret_key", "api_key", "secret"})
 
 
-def describe(error: dict[str, Any], schema_keys: dict[str, list[str]]) -> str:
+def describe(error: Mapping[str, Any], schema_keys: dict[str, list[str]]) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "(top level)"
     kind = error["type"]
     if kind == "extra_forbidden":

@@ -175,7 +175,9 @@ def _resolve_summariser(data: dict, adapted: Adapted) -> None:
     if not isinstance(block, dict) or block.get("base_url"):
         return
     provider = str(block.get("provider") or "auto").lower()
-    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    model = data.get("model")
+    if not isinstance(model, dict):
+        model = {}
     if provider == "main" and model.get("base_url"):
         block["base_url"] = model["base_url"]
         block.setdefault("model", "")
@@ -244,12 +246,12 @@ def adapt(data: dict, ours: dict[str, list[str]]) -> tuple[dict, Adapted]:
             adapted.foreign_sections,
             "auxiliary.",
         )
-        block = kept.get("compression")
-        if isinstance(block, dict):
-            block = {k: _expand(v) for k, v in block.items()}
-            _take_key_env(block, "auxiliary.compression", adapted)
+        summariser = kept.get("compression")
+        if isinstance(summariser, dict):
+            summariser = {k: _expand(v) for k, v in summariser.items()}
+            _take_key_env(summariser, "auxiliary.compression", adapted)
             kept["compression"] = _keep(
-                block,
+                summariser,
                 ours["auxiliary.compression"],
                 UNUSED_KEYS["auxiliary.compression"],
                 adapted.unused,

@@ -88,7 +88,7 @@ class RequestObserver:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = accept_request_id(request.headers.get(REQUEST_ID_HEADER))
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]  # ours, read with getattr
         token = bind_request_id(request_id)
         started = time.perf_counter()
         try:

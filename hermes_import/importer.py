@@ -22,6 +22,7 @@ from django.db.models import (
     CharField,
     Count,
     DateTimeField,
+    Field,
     IntegerField,
     JSONField,
     Max,
@@ -275,18 +276,22 @@ def _columns() -> tuple[list[Any], list[Callable[[Any], Any]]]:
     adapters: list[Callable[[Any], Any]] = []
     for column in columns:
         if isinstance(column, JSONField):
-            adapters.append(
-                lambda v, f=column: (
-                    None if v is None else connection.ops.adapt_json_value(v, f.encoder)
-                )
-            )
+            adapters.append(functools.partial(_adapt_json, column))
         elif isinstance(column, DateTimeField):
             adapters.append(connection.ops.adapt_datetimefield_value)
         elif isinstance(column, (BooleanField, CharField, IntegerField, TextField)):
             adapters.append(lambda v: v)
         else:  # keys (a UUID is text on SQLite) and anything else: Django's own preparation
-            adapters.append(lambda v, f=column: f.get_db_prep_save(v, connection))
+            adapters.append(functools.partial(_prepare, column))
     return columns, adapters
+
+
+def _adapt_json(field: JSONField, value: Any) -> Any:
+    return None if value is None else connection.ops.adapt_json_value(value, field.encoder)
+
+
+def _prepare(field: Field, value: Any) -> Any:
+    return field.get_db_prep_save(value, connection)
 
 
 def _reconcile(

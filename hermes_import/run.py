@@ -262,7 +262,7 @@ def _one(
         report.failed.append(f"{name}: its rows cannot be read ({exc}); skipped")
         return
     report.skipped += skipped
-    if dry_run:
+    if dry_run or channel is None:  # a dry run has no channel
         infer(conversation, rows)
         report.notes += [f"{name}: {n}" for n in conversation.notes]
         report.add_unmatched(conversation.unmatched)

@@ -152,7 +152,7 @@ else:
         "default": {
             # Django's backend with writers queued before BEGIN IMMEDIATE (see its gate module).
             "ENGINE": "core.sqlite_backend",
-            "NAME": _sqlite_path,
+            "NAME": _sqlite_path,  # type: ignore[typeddict-item]  # Django takes a Path
             "OPTIONS": {
                 "timeout": _server.sqlite_busy_timeout_seconds,
                 "transaction_mode": "IMMEDIATE",

@@ -113,6 +113,7 @@ class BoundedSentinel(q_cluster.Sentinel):
     """django-q2's sentinel with the bounded stop described above."""
 
     stop_seconds: float = 7.0
+    pool: list[Any]  # django-q2's worker processes, set by Sentinel.__init__ (it has no types)
 
     def _drain(self) -> None:
         """Hand back what is still in the local queue (possible only once no worker waits on it:

@@ -7,14 +7,13 @@ from datetime import datetime
 from typing import Any, Literal, get_type_hints
 from uuid import UUID
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, Hit, InvalidQuery, SearchResult, search
-from sessions_app.api.auth import READ
+from sessions_app.api.auth import READ, ChannelRequest
 from sessions_app.api.schemas import ErrorOut, only_declared
 from sessions_app.services import InvalidInput
 
@@ -30,20 +29,23 @@ class SearchQuery(Schema):
         f"character that is not a space; at most {MAX_TERMS} terms (a word, a quoted phrase or a "
         "run of CJK letters each count as one): more answer 422.",
     )
-    # Optional parameters, not nullable ones: a query string cannot say null.
-    session: UUID = None
-    role: Literal["system", "user", "assistant", "tool"] = None
-    kind: Literal["live", "summary", "archived"] = None
-    since: datetime = Field(
+    # Optional parameters, not nullable ones: a query string cannot say null. (So the default,
+    # None, is not of the type: the type checker is told to let it pass.)
+    session: UUID = None  # type: ignore[assignment]
+    role: Literal["system", "user", "assistant", "tool"] = None  # type: ignore[assignment]
+    kind: Literal["live", "summary", "archived"] = None  # type: ignore[assignment]
+    since: datetime = Field(  # type: ignore[assignment]
         None,
         description="Only messages from this time on (ISO 8601; without a zone, UTC). Must be "
         "earlier than `until`: otherwise 422.",
     )
-    until: datetime = Field(None, description="Only messages before this time.")
+    until: datetime = Field(  # type: ignore[assignment]
+        None, description="Only messages before this time."
+    )
     window: int = Field(2, ge=0, le=20, description="Messages before and after each hit.")
     limit: int = Field(20, ge=1, le=100)
     offset: int = Field(0, ge=0, le=10_000)
-    before: int = Field(
+    before: int = Field(  # type: ignore[assignment]
         None,
         ge=1,
         le=2**63 - 1,
@@ -86,7 +88,8 @@ def _answer(name: str, result: type, **shown_as: Any) -> type[BaseModel]:
     the dataclass does not have after the others."""
     hints = get_type_hints(result, include_extras=True)
     fields = {f.name: hints[f.name] for f in dataclasses.fields(result)} | shown_as
-    return create_model(name, **{n: (t, ...) for n, t in fields.items() if t is not None})
+    shown = {n: (t, ...) for n, t in fields.items() if t is not None}
+    return create_model(name, **shown)  # type: ignore[call-overload]  # fields made at run time
 
 
 HitOut = _answer("HitOut", Hit, message=MessageRef, session=SessionRef)
@@ -94,7 +97,7 @@ SearchOut = _answer(
     "SearchOut",
     SearchResult,
     query=str,
-    hits=list[HitOut],
+    hits=list[HitOut],  # type: ignore[valid-type]  # a model made at run time
     lookup_seconds=None,
     total_seconds=None,
     limit=int,
@@ -146,7 +149,7 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
     response={200: SearchOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 503: ErrorOut},
     auth=READ,
 )
-def search_messages(request: HttpRequest, query: Query[SearchQuery]):
+def search_messages(request: ChannelRequest, query: Query[SearchQuery]):
     """Full-text recall over live, summary and archived messages of this channel's sessions."""
     only_declared(request, SearchQuery)
     filters = Filters(

@@ -22,6 +22,13 @@ class Filters:
     scan_seconds: float | None = None  # the scan goes on to older chunks for this long
     before_id: int | None = None  # only messages older than this one (a scan's continuation)
 
+    @property
+    def rank_window_size(self) -> int:
+        """``rank_window`` of resolved filters (the backends are handed only those)."""
+        if self.rank_window is None:
+            raise ValueError("unresolved Filters: the backends need Filters.resolved()")
+        return self.rank_window
+
     def resolved(self) -> Filters:
         from dataclasses import replace
 

@@ -50,7 +50,8 @@ class SearchForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         since, until = data.get("since"), data.get("until")
         if since and until and since >= until:
             raise forms.ValidationError("'since' must be earlier than 'until'.")

@@ -158,7 +158,8 @@ def lookup(
         if not rows:
             return None
         head = tuple((row[6], float(row[7])) for row in rows if row[6] is not None)
-        return Best(*rows[0][:6], head=head)
+        entry, upto, matched, floor, floor_id, newest = rows[0][:6]
+        return Best(entry, upto, matched, floor, floor_id, newest, head=head)
     cursor.execute(
         f"SELECT id, upto, matched, floor, floor_id, (SELECT max(id) FROM {MESSAGE_TABLE}) "
         f"FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s",

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Model
+from django.db.models import Field, Model
 from django.db.models.base import ModelState
 
 from sessions_app.models import Channel, Message, Session
@@ -42,7 +42,7 @@ _Converter = tuple[int, list[Callable[..., Any]], Any]
 
 
 def _columns(model: type[Model], names: tuple[str, ...], alias: str) -> tuple[list[str], list]:
-    fields = [model._meta.get_field(name) for name in names]
+    fields = [cast(Field, model._meta.get_field(name)) for name in names]  # each a column
     return [f"{alias}.{f.column}" for f in fields], [f.get_col(alias) for f in fields]
 
 
@@ -76,7 +76,10 @@ def _convert(row: list, converters: list[_Converter], db: BaseDatabaseWrapper) -
         row[pos] = value
 
 
-def instance(model: type[Model], values: dict[str, Any], db: str = DEFAULT_DB_ALIAS) -> Model:
+_M = TypeVar("_M", bound=Model)
+
+
+def instance(model: type[_M], values: dict[str, Any], db: str = DEFAULT_DB_ALIAS) -> _M:
     """A saved instance holding these attribute values, made as unpickling makes one (no
     ``__init__``: no signals, no defaults for the columns left out, which stay deferred)."""
     obj = model.__new__(model)

@@ -41,15 +41,15 @@ def search_page(request: HttpRequest) -> HttpResponse:
             context["error"] = str(exc)
         context["page"] = page
         params = request.GET.copy()
-        params["page"] = page + 1
+        params["page"] = str(page + 1)
         context["next_query"] = params.urlencode()
-        params["page"] = page - 1
+        params["page"] = str(page - 1)
         context["prev_query"] = params.urlencode()
         result = context["result"]
         if result is not None and result.next_before is not None:
             older = request.GET.copy()
-            older["before"] = result.next_before
-            older["page"] = 1
+            older["before"] = str(result.next_before)
+            older["page"] = "1"
             context["older_query"] = older.urlencode()
     status = 400 if form.is_bound and not form.is_valid() else 200
     return render(request, "search/search.html", context, status=status)

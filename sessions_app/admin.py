@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar, TypedDict
+
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
@@ -17,6 +19,13 @@ from sessions_app.keys import issue_key, revoke_key, rotate_key, rotation_grace
 from sessions_app.models import ApiKey, AuditEntry, Channel, Message, Session
 from sessions_app.services import erase
 from sessions_app.services.errors import NotFound, StateConflict
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations  # django-stubs' helper, for the checker only
+
+    class _ChannelCounts(TypedDict):  # what ChannelAdmin.get_queryset annotates
+        active_key_count: int
+        session_total: int
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -83,11 +92,11 @@ class ChannelAdmin(HermesAdmin):
         )
 
     @admin.display(description="active keys", ordering="active_key_count")
-    def active_keys(self, obj: Channel) -> int:
+    def active_keys(self, obj: WithAnnotations[Channel, _ChannelCounts]) -> int:
         return obj.active_key_count
 
     @admin.display(description="sessions", ordering="session_total")
-    def session_count(self, obj: Channel) -> int:
+    def session_count(self, obj: WithAnnotations[Channel, _ChannelCounts]) -> int:
         return obj.session_total
 
     @admin.action(description="Issue a new key for the selected channels (shown once)")
@@ -217,7 +226,8 @@ ERASE_COLUMNS = {
 
 @admin.register(Session)
 class SessionAdmin(HermesAdmin):
-    list_display = (
+    # Typed as tuples of any length: compression's admin extends them.
+    list_display: tuple[str, ...] = (
         "__str__",
         "channel",
         "model",
@@ -228,10 +238,15 @@ class SessionAdmin(HermesAdmin):
         "guard_state",
         "last_activity_at",
     )
-    list_filter = (ArchivedFilter, "channel", "model", "context_window_source")
+    list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
+        ArchivedFilter,
+        "channel",
+        "model",
+        "context_window_source",
+    )
     search_fields = ("id", "title", "external_id", "model")
     list_select_related = ("channel",)
-    readonly_fields = (
+    readonly_fields: ClassVar[tuple[str, ...]] = (
         "id",
         "channel",
         "external_id",
@@ -344,7 +359,7 @@ class SessionAdmin(HermesAdmin):
     def _confirm_erase(
         self, request: HttpRequest, queryset: QuerySet[Session], plan: erase.ErasePlan
     ) -> TemplateResponse:
-        explanation = [
+        explanation: list[str] = [
             format_html(
                 "<strong>{}</strong> {}",
                 "This deletes for good.",

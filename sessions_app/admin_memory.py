@@ -22,7 +22,8 @@ class MemoryBlockForm(forms.ModelForm):
         widgets = {"text": forms.Textarea(attrs={"rows": 12})}
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what ModelForm.clean returns
         if bool(data.get("channel")) == bool(data.get("session")):
             raise forms.ValidationError(
                 "Choose a channel (every session of it carries the block) or one session, "

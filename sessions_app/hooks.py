@@ -4,11 +4,11 @@ without the store depending on them: data flows one way, from sessions_app outwa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 AfterAppend = Callable[..., list[dict[str, str]]]
 Prepare = Callable[[Any], Any]
-AfterReset = Callable[[Any, int, int, str, str], None]
+AfterReset = Callable[[Any, int, int, str, str], object]  # what it returns is not used
 _after_append: list[tuple[AfterAppend, Prepare | None]] = []
 _after_reset: list[AfterReset] = []
 
@@ -59,6 +59,13 @@ _before_erase: list[Callable[[], None]] = []
 _after_erase: list[Callable[[], None]] = []
 _erase_rows: list[Callable[[list[str]], dict[str, int]]] = []
 
+_Hook = TypeVar("_Hook")
+
+
+def _register(hook: _Hook | None, hooks: list[_Hook]) -> None:
+    if hook is not None and all(hook is not h for h in hooks):
+        hooks.append(hook)
+
 
 def register_erase(
     before: Callable[[], None] | None = None,
@@ -68,9 +75,9 @@ def register_erase(
     """``before()`` may raise to refuse an erasure before anything is deleted; ``rows(ids)``
     runs in the erasure's last transaction and returns what it deleted; ``after()`` runs once
     the rows are gone, outside any transaction."""
-    for hook, hooks in ((before, _before_erase), (after, _after_erase), (rows, _erase_rows)):
-        if hook is not None and all(hook is not h for h in hooks):
-            hooks.append(hook)
+    _register(before, _before_erase)
+    _register(after, _after_erase)
+    _register(rows, _erase_rows)
 
 
 def before_erase() -> None:

@@ -178,6 +178,8 @@ def _split(plaintext: str) -> str | None:
 
 class KeyExpired(Exception):
     def __init__(self, api_key: ApiKey) -> None:
+        if api_key.expires_at is None:  # only a key that expires can have expired
+            raise TypeError("KeyExpired is for a key with an expiry")
         when = api_key.expires_at.astimezone(UTC)
         super().__init__(f"hm_{api_key.prefix}_… expired at {when:%Y-%m-%d %H:%M} UTC")
         self.api_key = api_key

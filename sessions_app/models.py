@@ -195,7 +195,7 @@ class Message(models.Model):
         COMPRESSION = "compression"
         RESET = "reset"
 
-    KIND_FILTERS = {
+    KIND_FILTERS: dict[str, dict[str, bool]] = {  # looked up by a kind's value
         Kind.LIVE: {"active": True, "is_summary": False},
         Kind.SUMMARY: {"active": True, "is_summary": True},
         Kind.ARCHIVED: {"active": False, "compressed": True},

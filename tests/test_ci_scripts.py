@@ -41,7 +41,7 @@ def test_bin_test_keeps_each_pass_s_screenshots_in_its_own_folder_and_clears_the
     tmp_path,
 ):
     _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
-    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff"):
+    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff", ".venv/bin/mypy"):
         _script(tmp_path / stub, "#!/bin/sh\nexit 0\n")
     _script(tmp_path / ".venv" / "bin" / "python", FAKE_PYTHON)
     artifacts = tmp_path / "var" / "test-artifacts"
@@ -68,7 +68,13 @@ def test_bin_test_keeps_each_pass_s_screenshots_in_its_own_folder_and_clears_the
 def test_the_quick_lane_runs_one_sqlite_pass_without_the_marked_tests_or_the_peers(tmp_path):
     _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
     calls = tmp_path / "calls"
-    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff", ".venv/bin/python"):
+    for stub in (
+        "bin/bootstrap",
+        "bin/peers",
+        ".venv/bin/ruff",
+        ".venv/bin/mypy",
+        ".venv/bin/python",
+    ):
         _script(tmp_path / stub, f'#!/bin/sh\necho "{stub} $*" >> {calls}\nexit 0\n')
 
     run = subprocess.run(
@@ -83,6 +89,7 @@ def test_the_quick_lane_runs_one_sqlite_pass_without_the_marked_tests_or_the_pee
     lines = calls.read_text().splitlines()
     assert not any(line.startswith("bin/peers") for line in lines)
     assert "bin/bootstrap " in lines and ".venv/bin/ruff format --check ." in lines
+    assert ".venv/bin/mypy " in lines
     pytest_runs = [line for line in lines if line.startswith(".venv/bin/python -m pytest")]
     assert pytest_runs == [
         ".venv/bin/python -m pytest -m not browser and not peer and not postgres and not slow"

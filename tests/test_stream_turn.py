@@ -123,6 +123,15 @@ def test_a_model_that_fails_before_writing_is_a_plain_http_error(streaming, chat
     assert "your message is stored" in response.json()["detail"]
 
 
+def test_a_streamed_command_that_calls_no_model_is_one_done_event(streaming, chat_model):
+    gateway, sid = streaming
+    called = len(chat_model.requests)
+    events = turn(gateway, sid, "/compress")  # the stream ends cleanly after its only event
+    assert [name for name, _ in events] == ["done"]
+    assert events[0][1]["reply"] is None and events[0][1]["command"]
+    assert len(chat_model.requests) == called
+
+
 @pytest.fixture
 def live(live_server, hermes_config, chat_model, transactional_db):
     hermes_config(

@@ -169,10 +169,11 @@ def deliver_post_compact(
     (``retry_backoff_seconds``, doubled each time) as a one-off schedule, so no worker sleeps
     through it: a hook that stays down costs one delivery per attempt, not a blocked worker."""
     hooks = get_config().compression.hooks
-    event = CompressionEvent.objects.select_related("session__channel", "summary_message").filter(
-        pk=event_id
+    event = (
+        CompressionEvent.objects.select_related("session__channel", "summary_message")
+        .filter(pk=event_id)
+        .first()
     )
-    event = event.first()
     if event is None or event.summary_message is None:
         return []  # erased since, or nothing was written
     urls = hooks.post_compact if url is None else [u for u in hooks.post_compact if u == url]
@@ -345,6 +346,8 @@ def _exchange(
     status = None
     connection = None
     try:
+        if parts.hostname is None:  # the configuration takes none without a host
+            raise http.client.InvalidURL(f"{url!r} has no host")
         connection = state["connection"] = kind(parts.hostname, parts.port, timeout=timeout)
         connection.request("POST", path, body=body, headers=headers)
         _left(connection, deadline)

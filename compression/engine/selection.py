@@ -214,9 +214,10 @@ def orphans(messages: list[dict]) -> list[str]:
     for n, message in enumerate(messages):
         if message.get("role") == "tool":
             call_id = message.get("tool_call_id")
-            if call_id not in pending:
+            if call_id in pending:
+                pending.discard(call_id)
+            else:
                 problems.append(f"message {n}: tool result {call_id!r} has no call before it")
-            pending.discard(call_id)
             continue
         if pending:
             problems.append(f"message {n}: calls {sorted(pending)} have no results")

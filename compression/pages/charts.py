@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.db.models import Count
 from django.db.models.functions import TruncHour
@@ -84,11 +85,12 @@ def events_series(session: Session) -> list[tuple[datetime, int]]:
     )
     series = [(session.created_at, 0), (timezone.now(), session.live_tokens)]
     for e in events:
+        before = cast(int, e["tokens_before"])  # not null: filtered above
         if e["tokens_after"] is not None:
             started = e["created_at"] - timedelta(milliseconds=e["duration_ms"] or 0)
-            series += [(started, e["tokens_before"]), (e["created_at"], e["tokens_after"])]
+            series += [(started, before), (e["created_at"], e["tokens_after"])]
         else:
-            series.append((e["last_at"] or e["created_at"], e["tokens_before"]))
+            series.append((e["last_at"] or e["created_at"], before))
     return sorted(series, key=lambda point: point[0])
 
 
@@ -203,7 +205,7 @@ def hourly_compressions(
     for i in range(hours):
         hour = first + timedelta(hours=i)
         counts = per_hour.get(hour, {})
-        base = HEIGHT - PAD
+        base: float = HEIGHT - PAD
         for key in OUTCOMES if by == "outcome" else GROUPS:
             n = counts.get(key, 0)
             if not n:

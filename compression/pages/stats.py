@@ -46,9 +46,11 @@ def last_day(since: datetime) -> Day:
         ),
     )
     durations = sorted(
-        recent.filter(outcome__in=DONE, duration_ms__isnull=False)
+        ms
+        for ms in recent.filter(outcome__in=DONE, duration_ms__isnull=False)
         .order_by("-created_at")
         .values_list("duration_ms", flat=True)[:LATENCY_SAMPLE]
+        if ms is not None  # as the filter says: for the type checker
     )
     p95 = None
     if len(durations) >= 2:

@@ -86,7 +86,8 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             "session": session,
             "follow": _event_id(request.GET.get("follow")),
             "landed": CompressionEvent.objects.filter(
-                session=session, pk=_event_id(request.GET.get("landed"))
+                session=session,
+                pk=_event_id(request.GET.get("landed")),  # type: ignore[misc]  # None: no row
             ).first(),
             "page": page,
             "rows": page.rows,
@@ -280,7 +281,7 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
         except NotFound as exc:
             form.add_error("around", exc.message)
     if not form.is_valid():
-        problems = "; ".join(e for errors in form.errors.values() for e in errors)
+        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
         messages.error(request, f"Nothing was queued: {problems}")
         return redirect("console:timeline", session_id=session.pk)
     messages.success(request, "Compression queued; its event appears below when it is done.")

@@ -59,11 +59,13 @@ def readable(rows: list[Message]) -> list[Message]:
     with ``lines`` and ``chars`` telling its size) and ``preview`` (its first lines)."""
     for row in rows:
         text = row.content or ""
-        row.lines, row.chars = text.count("\n") + 1, len(text)
-        row.mono = row.role == Message.Role.TOOL or "```" in text
-        max_lines, max_chars = _SHORT if row.mono or row.role == Message.Role.SYSTEM else _LONG
-        row.folded = row.lines > max_lines or row.chars > max_chars
-        row.preview = "\n".join(text.split("\n", 3)[:3])[:300] if row.folded else ""
+        lines, chars = text.count("\n") + 1, len(text)
+        mono = row.role == Message.Role.TOOL or "```" in text
+        max_lines, max_chars = _SHORT if mono or row.role == Message.Role.SYSTEM else _LONG
+        folded = lines > max_lines or chars > max_chars
+        preview = "\n".join(text.split("\n", 3)[:3])[:300] if folded else ""
+        # For the template: attributes of this instance, not fields of the model.
+        vars(row).update(lines=lines, chars=chars, mono=mono, folded=folded, preview=preview)
     return rows
 
 

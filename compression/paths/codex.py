@@ -34,7 +34,7 @@ import queue
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import IO, Any, cast
 
 from django.db import transaction
 
@@ -77,23 +77,26 @@ class _Stdio:
             raise CodexError(
                 f"cannot start the Codex app server ({' '.join(command)}): {exc.strerror or exc}"
             ) from None
+        # The pipes asked for above (Popen's types allow None, for the streams not piped).
+        self.stdin = cast(IO[str], self.process.stdin)
+        self.stdout = cast(IO[str], self.process.stdout)
         threading.Thread(target=self._read, args=(lines,), daemon=True).start()
 
     def _read(self, lines: queue.Queue) -> None:
-        for line in self.process.stdout:
+        for line in self.stdout:
             lines.put(line)
         lines.put(None)
 
     def send(self, text: str) -> None:
         try:
-            self.process.stdin.write(text + "\n")
-            self.process.stdin.flush()
+            self.stdin.write(text + "\n")
+            self.stdin.flush()
         except (BrokenPipeError, OSError):
             raise CodexError("the Codex app server closed its input") from None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            self.stdin.close()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -147,6 +150,7 @@ class AppServer:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.notifications: list[dict[str, Any]] = []
         self._next_id = 0
+        self.transport: _WebSocket | _Stdio
         if config.codex_app_server_url:
             self.transport = _WebSocket(
                 config.codex_app_server_url, config.codex_app_server_timeout_seconds, self.lines
@@ -202,7 +206,7 @@ class AppServer:
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self._send({"method": method, **({"params": params} if params is not None else {})})
 
-    def wait_for_compaction(self, thread: str) -> dict[str, Any]:
+    def wait_for_compaction(self, thread: str | None) -> dict[str, Any]:
         """The notification that says the thread's compaction finished."""
         seen = iter(self.notifications)
         while True:

@@ -98,7 +98,11 @@ def _shorten_calls(calls: list) -> list | None:
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         arguments = function.get("arguments") if isinstance(function, dict) else None
-        if not isinstance(arguments, str) or len(arguments) <= ARGUMENT_CHARS:
+        if (
+            not isinstance(function, dict)
+            or not isinstance(arguments, str)
+            or len(arguments) <= ARGUMENT_CHARS
+        ):
             out.append(call)
             continue
         try:

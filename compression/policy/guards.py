@@ -106,22 +106,23 @@ def record(
     now = timezone.now()
     # A Codex app-server compaction reports no token counts: its savings are unknown, so only
     # the frequency guard applies to it.
-    known = bool(tokens_before) and tokens_after is not None
-    savings = 1 - tokens_after / tokens_before if known else None
+    savings = None  # unknown
+    if tokens_before and tokens_after is not None:
+        savings = 1 - tokens_after / tokens_before
     previous_lock = session.thrash_lock_until
     probe = previous_lock is not None and previous_lock <= now
-    if known and savings < config.anti_thrash_min_savings:
+    if savings is not None and savings < config.anti_thrash_min_savings:
         guard_state.count_ineffective(session)
-    elif known:
+    elif savings is not None:
         guard_state.clear_ineffective(session)
     session.refresh_from_db(fields=["ineffective_streak", "thrash_lock_until"])
     reason = None
-    if known and session.ineffective_streak >= config.anti_thrash_consecutive:
+    if savings is not None and session.ineffective_streak >= config.anti_thrash_consecutive:
         reason = (
             f"{session.ineffective_streak} compressions in a row saved under "
             f"{config.anti_thrash_min_savings:.0%}"
         )
-    elif not (probe and known and savings >= config.anti_thrash_min_savings):
+    elif not (probe and savings is not None and savings >= config.anti_thrash_min_savings):
         # Runs, not passes: each run's first event. A good probe after a lock is not re-locked
         # by the runs that caused that lock: count only runs since the last lock ended.
         # Micro-compaction folds one turn at a time by design: its folds are not full

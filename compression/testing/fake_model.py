@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass
@@ -393,7 +393,7 @@ class FakeModelServer:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{cast(str, host)}:{port}/v1"  # an AF_INET address: (str, int)
 
     @property
     def requests(self) -> list[Recorded]:

@@ -15,6 +15,9 @@ def _in_memory(name: str) -> bool:
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _held: WriteGate | None = None
+    # Django's own attribute (from OPTIONS, by get_connection_params); django-stubs leaves it
+    # out, as it does the private methods overridden below (hence their type: ignore).
+    transaction_mode: str | None
 
     def _gate(self) -> WriteGate | None:
         name = str(self.settings_dict["NAME"])
@@ -35,7 +38,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 ) from None
             self._held = gate
         try:
-            super()._start_transaction_under_autocommit()
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
         except BaseException:
             self._release()
             raise
@@ -47,18 +50,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _commit(self) -> None:
         try:
-            super()._commit()
+            super()._commit()  # type: ignore[misc]
         finally:
             self._release()
 
     def _rollback(self) -> None:
         try:
-            super()._rollback()
+            super()._rollback()  # type: ignore[misc]
         finally:
             self._release()
 
     def _close(self) -> None:
         try:
-            super()._close()
+            super()._close()  # type: ignore[misc]
         finally:
             self._release()

@@ -46,7 +46,9 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = {}
         out.append(
             {
                 "id": str(call.get("id") or ""),

@@ -101,7 +101,9 @@ def api_request_error(**kwargs: Any) -> None:
         return
     if not active() or is_fork():
         return
-    error = kwargs.get("error") if isinstance(kwargs.get("error"), dict) else {}
+    error = kwargs.get("error")
+    if not isinstance(error, dict):
+        error = {}
     message = str(error.get("message") or "")
     code = _CODE.search(message)  # the provider's error code, as the SDK's message quotes it
     try:

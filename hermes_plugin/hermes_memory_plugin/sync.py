@@ -334,7 +334,9 @@ def report_model_error(
             result.get("action") or answer.detail(),
         )
         if answer.ok:
-            session = result.get("session") if isinstance(result.get("session"), dict) else {}
+            session = result.get("session")
+            if not isinstance(session, dict):
+                session = {}
             _follow(state, session.get("id"))
             read_counters(state, session)
             if result.get("action") in ("compressed", "fallback", "reset"):

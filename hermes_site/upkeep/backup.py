@@ -15,7 +15,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -344,7 +344,7 @@ def _tool(name: str) -> str:
     return found
 
 
-def pg_env(settings: dict) -> dict[str, str]:
+def pg_env(settings: Mapping) -> dict[str, str]:
     """The connection as libpq's environment: nothing secret on a command line."""
     env = dict(os.environ)
     for key, var in (
@@ -421,7 +421,7 @@ def verify_pg(
     return Verification(messages, sessions, checks)
 
 
-def pg_backup(partial: Path, settings: dict) -> tuple[int, int]:
+def pg_backup(partial: Path, settings: Mapping) -> tuple[int, int]:
     """``pg_dump -Fc`` of the configured database from a snapshot exported by a transaction
     that read the row counts; returns those counts."""
     from django.db import connection, transaction
@@ -444,7 +444,7 @@ def pg_backup(partial: Path, settings: dict) -> tuple[int, int]:
     return messages, sessions
 
 
-def pg_others(settings: dict) -> list[tuple[int, str]]:
+def pg_others(settings: Mapping) -> list[tuple[int, str]]:
     """Other sessions connected to the configured database: a running service."""
     from django.db import connection
 
@@ -457,7 +457,7 @@ def pg_others(settings: dict) -> list[tuple[int, str]]:
         return [(pid, str(name)) for pid, name in cursor.fetchall()]
 
 
-def pg_restore(path: Path, settings: dict, *, force: bool = False) -> Verification:
+def pg_restore(path: Path, settings: Mapping, *, force: bool = False) -> Verification:
     """Replace the configured database's tables with the dump's, in one transaction (a failed
     restore leaves it as it was). Verifies the dump first."""
     from django.db import connection

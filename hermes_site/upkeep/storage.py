@@ -36,7 +36,7 @@ def _kinds_select() -> str:
 
 def rows_by_channel() -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Messages by kind in all, and per channel (with its sessions, archived ones apart)."""
-    names = dict(Channel.objects.values_list("pk", "name"))
+    names: dict[int | None, str] = dict(Channel.objects.values_list("pk", "name"))
     per: dict[int | None, dict[str, Any]] = {}
     with connection.cursor() as cursor:
         cursor.execute(

@@ -171,14 +171,14 @@ def _trigram_candidates(
     )
     params = [*match_params, *where_params, *extra_params]
     walk_params = [*where_params, *walk_params, *walk_extra_params]
-    want = want or filters.rank_window
+    want = want or filters.rank_window_size
     with transaction.atomic(), connection.cursor() as cursor:
         if filters.session_id is not None:
             cursor.execute(whole, [*params, want])
             return [row[0] for row in cursor.fetchall()]
         with _planner(cursor, WALK) as planner:
             lowest, highest = planner.bounds
-            if lowest is None:
+            if lowest is None or highest is None:  # no rows (min and max are null together)
                 return []
             lowest = max(lowest, above + 1)
             reached = min(below or filters.before_id or highest + 1, highest + 1)
@@ -206,7 +206,7 @@ def _trigram_candidates(
 
 def _run_trigram(
     route: Route, filters: Filters, where: list[str], params: list, limit: int, offset: int
-) -> tuple[list[tuple[int, None]], bool, int, bool]:
+) -> tuple[list[tuple[int, float | None]], bool, int, bool]:
     """Newest first. A query whose newest rows the worker keeps (one that fills its window or
     is slow, as for the ranked indexes; search.ranked) reads only its matches newer than the
     refresh and the page: not a window of matches to count them (at 1,000,000 messages, a
@@ -226,13 +226,15 @@ def _run_trigram(
         ):
             return answer
     candidates = _trigram_candidates(route, filters, where, params)
-    capped = len(candidates) >= filters.rank_window
+    capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
     slow = took > (ranked.SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
     # A slow fragment is kept even with no match: the answer "none" is then a lookup too.
     if best is None and not route.like and not others[0] and (capped or slow):
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
-    page = [(pk, None) for pk in candidates[offset : offset + limit]]
+    page: list[tuple[int, float | None]] = [
+        (pk, None) for pk in candidates[offset : offset + limit]
+    ]
     return page, capped, len(candidates), not capped
 
 
@@ -244,16 +246,16 @@ def _trigram_over_kept(
     best: ranked.Best,
     limit: int,
     offset: int,
-) -> tuple[list[tuple[int, None]], bool, int, bool] | None:
+) -> tuple[list[tuple[int, float | None]], bool, int, bool] | None:
     """The kept newest rows (scored minus their id, so that the shared merge orders them
     newest first), the matches newer than them, and below them a walk for a page past them.
     None, and a refresh asked for, when the newer matches fill a window."""
     newer: list[int] = []
     if best.anything_newer:
         newer = _trigram_candidates(route, filters, where, params, above=best.upto)
-    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window:
+    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window_size:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
-    if len(newer) >= filters.rank_window:
+    if len(newer) >= filters.rank_window_size:
         return None
     kept = list(best.head or ())  # read with the entry
 
@@ -268,7 +270,10 @@ def _trigram_over_kept(
 
 def run_fts(
     route: Route, filters: Filters, limit: int, offset: int
-) -> tuple[list[tuple[int, float | None]], bool, int]:
+) -> (
+    tuple[list[tuple[int, float | None]], bool, int]
+    | tuple[list[tuple[int, float | None]], bool, int, bool]
+):
     """Ranked hits, whether they were ranked within the newest ``rank_window`` matches only, how
     many matched and (where known) whether that count is exact. A word or bigram query that
     fills its window is ranked over every match from its kept best rows (search.ranked) once
@@ -289,7 +294,7 @@ def run_fts(
     )
 
     def window_ranked(n: int, skip: int = 0) -> list[tuple]:
-        cursor.execute(sql, [*query_params, *params, filters.rank_window, n, skip])
+        cursor.execute(sql, [*query_params, *params, filters.rank_window_size, n, skip])
         return cursor.fetchall()
 
     started = time.perf_counter()
@@ -313,22 +318,22 @@ def run_fts(
         rows = window_ranked(limit, offset)
         if not rows and offset:
             # A page past the end: the count still says how many there are.
-            first = window_ranked(1)
-            count = first[0][2] if first else 0
+            top = window_ranked(1)
+            count = top[0][2] if top else 0
         else:
             count = rows[0][2] if rows else 0
         took = time.perf_counter() - started
         slow = took > (ranked.SLOW_SECONDS if count else ranked.EMPTY_SLOW_SECONDS)
         # A slow query is kept even with no match (a phrase whose words are common, together
         # nowhere): "none" is then a lookup too.
-        if best is None and (count >= filters.rank_window or slow):
+        if best is None and (count >= filters.rank_window_size or slow):
             ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
-        elif best is not None and count >= filters.rank_window and others[0]:
+        elif best is not None and count >= filters.rank_window_size and others[0]:
             answer = over_every_match(best)
             if answer is not None:
                 return answer
-    page = [(pk, float(score)) for pk, score, _ in rows]
-    return page, count >= filters.rank_window, count
+    page: list[tuple[int, float | None]] = [(pk, float(score)) for pk, score, _ in rows]
+    return page, count >= filters.rank_window_size, count
 
 
 def _over_every_match(
@@ -362,13 +367,13 @@ def _over_every_match(
                 f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
                 f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
                 "ORDER BY m.id DESC LIMIT %s",
-                [*query_params, best.upto, *params, filters.rank_window],
+                [*query_params, best.upto, *params, filters.rank_window_size],
             )
             fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
             cursor.execute(WALK_ONLY % ("on", "on"))  # for a caller's transaction going on
-    if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window:
+    if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window_size:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
-    if len(fresh) >= filters.rank_window:
+    if len(fresh) >= filters.rank_window_size:
         return None
     if best.head is not None and not others[0]:
         kept = list(best.head)  # read with the entry
@@ -382,12 +387,12 @@ def _over_every_match(
         return [(pk, float(score)) for pk, score, _ in rows]
 
     page, exact = ranked.combine(
-        best, kept, fresh, tail, limit, offset, lambda: counted[-1] < filters.rank_window
+        best, kept, fresh, tail, limit, offset, lambda: counted[-1] < filters.rank_window_size
     )
     if not others[0]:  # the scope alone: the kept count is of the same rows
         return page, not exact, best.matched + len(fresh), True
     seen = len({pk for pk, _ in kept} | {pk for pk, _ in fresh})
-    return page, not exact, max(filters.rank_window, seen), False
+    return page, not exact, max(filters.rank_window_size, seen), False
 
 
 def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:

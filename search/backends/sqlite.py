@@ -70,7 +70,7 @@ def run_fts(
             cursor.execute(
                 select(full, f"{full}.rowid")
                 + f" AND {full}.rowid > %s ORDER BY {full}.rowid DESC LIMIT %s",
-                [route.expression, *filter_params, above, filters.rank_window],
+                [route.expression, *filter_params, above, filters.rank_window_size],
             )
             return [row[0] for row in cursor.fetchall()]
 
@@ -109,7 +109,7 @@ def run_fts(
         others = filters_sql(replace(filters, channel_id=None))
 
         def window_complete() -> bool:
-            return candidates is not None and len(candidates) < filters.rank_window
+            return candidates is not None and len(candidates) < filters.rank_window_size
 
         def over_every_match(best: ranked.Best, newer: list[int]) -> tuple:
             return _over_every_match(
@@ -119,10 +119,10 @@ def run_fts(
 
         if best is not None and not others[0]:
             newer = newest(best.upto) if best.anything_newer else []
-            if len(newer) < filters.rank_window:
+            if len(newer) < filters.rank_window_size:
                 return over_every_match(best, newer)
         candidates = newest()
-        capped = len(candidates) >= filters.rank_window
+        capped = len(candidates) >= filters.rank_window_size
         if best is not None and capped and candidates[-1] <= best.upto:
             return over_every_match(best, [pk for pk in candidates if pk > best.upto])
         if not candidates:
@@ -150,7 +150,7 @@ def _over_every_match(
     """A common query ranked over every match: its best rows, kept by the worker
     (search.ranked), and its ``newer`` matches (fewer than a window), scored now. Asks for a
     refresh once those reach a tenth of a window."""
-    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window:
+    if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window_size:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     fresh: list[tuple[int, float]] = []
     if newer:
@@ -169,7 +169,7 @@ def _over_every_match(
         return page, not exact, best.matched + len(newer), True
     # Narrowed further: at least a window's worth (it filled one), or what was seen.
     seen = len({pk for pk, _ in kept} | {pk for pk, _ in fresh})
-    return page, not exact, max(filters.rank_window, seen), False
+    return page, not exact, max(filters.rank_window_size, seen), False
 
 
 def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[list, int]:

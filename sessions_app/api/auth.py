@@ -6,12 +6,23 @@ route that names none, refuses every key, so a new route cannot go unscoped by a
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.http import HttpRequest
 from ninja.errors import AuthenticationError, AuthorizationError
 from ninja.security import HttpBearer
 
 from sessions_app.keys import KeyExpired, authenticate_key
-from sessions_app.models import Channel, Scope
+from sessions_app.models import ApiKey, Channel, Scope
+
+
+class ChannelRequest(HttpRequest):
+    """The request a route behind a ChannelKey is handed, as the type checker sees it: Django's
+    own request with the two attributes authentication sets, ``auth`` (django-ninja, from what
+    ``ChannelKey.authenticate`` returns) and ``api_key`` (``authenticate`` itself)."""
+
+    auth: Channel
+    api_key: ApiKey
 
 
 class ExpiredKey(AuthenticationError):
@@ -50,7 +61,7 @@ class ChannelKey(HttpBearer):
                 f"'{self.scope}', e.g. `manage.py create_channel NAME --new-key --scopes "
                 f"{self.scope}`."
             )
-        request.api_key = api_key
+        cast(ChannelRequest, request).api_key = api_key
         return api_key.channel
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from django.http import HttpRequest
 from ninja import Path, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from sessions_app import services
-from sessions_app.api.auth import READ, WRITE
+from sessions_app.api.auth import READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import ERRORS, MessageOut
 from sessions_app.models import MemoryBlock, Session
 from sessions_app.services.memory import LABEL_PATTERN, Owner, blocks_for, delete_block, set_block
@@ -50,7 +49,7 @@ class MemoryOut(Schema):
     memory_tokens: int = Field(description="What the blocks add to the live tokens.")
 
 
-def _session(request: HttpRequest, session_id: str) -> Session:
+def _session(request: ChannelRequest, session_id: str) -> Session:
     return services.get_session_for_channel(request.auth, session_id)
 
 
@@ -66,7 +65,7 @@ def _memory(blocks: list[MemoryBlock]) -> dict[str, Any]:
     response={200: MessageOut, **ERRORS},
     auth=WRITE,
 )
-def pin(request: HttpRequest, session_id: str, position: Position):
+def pin(request: ChannelRequest, session_id: str, position: Position):
     """Pin a live message: it stays in the live context, in its place, across every
     compression, micro-compaction and pruning (with its tool call or results)."""
     return MessageOut.of(set_pinned(_session(request, session_id), position, True))
@@ -77,13 +76,13 @@ def pin(request: HttpRequest, session_id: str, position: Position):
     response={200: MessageOut, **ERRORS},
     auth=WRITE,
 )
-def unpin(request: HttpRequest, session_id: str, position: Position):
+def unpin(request: ChannelRequest, session_id: str, position: Position):
     """Unpin: the next compression may summarise the message (the original is kept)."""
     return MessageOut.of(set_pinned(_session(request, session_id), position, False))
 
 
 @router.get("/sessions/{session_id}/memory", response={200: MemoryOut, **ERRORS}, auth=READ)
-def session_memory(request: HttpRequest, session_id: str):
+def session_memory(request: ChannelRequest, session_id: str):
     """The blocks this session's context carries: the channel's, and the session's own (which
     replace the channel's of the same label)."""
     return _memory(blocks_for(_session(request, session_id)))
@@ -94,32 +93,32 @@ def session_memory(request: HttpRequest, session_id: str):
     response={200: BlockOut, 201: BlockOut, **ERRORS},
     auth=WRITE,
 )
-def put_session_block(request: HttpRequest, session_id: str, label: Label, payload: BlockIn):
+def put_session_block(request: ChannelRequest, session_id: str, label: Label, payload: BlockIn):
     """Create or replace one of this session's blocks."""
     block, created = set_block(Owner(session=_session(request, session_id)), label, payload.text)
     return Status(201 if created else 200, BlockOut.of(block))
 
 
 @router.delete("/sessions/{session_id}/memory/{label}", response={204: None, **ERRORS}, auth=WRITE)
-def delete_session_block(request: HttpRequest, session_id: str, label: Label):
+def delete_session_block(request: ChannelRequest, session_id: str, label: Label):
     delete_block(Owner(session=_session(request, session_id)), label)
     return Status(204, None)
 
 
 @router.get("/memory", response={200: MemoryOut, **ERRORS}, auth=READ)
-def channel_memory(request: HttpRequest):
+def channel_memory(request: ChannelRequest):
     """The channel's blocks: every session of the channel carries them."""
     return _memory(list(Owner(channel=request.auth).blocks()))
 
 
 @router.put("/memory/{label}", response={200: BlockOut, 201: BlockOut, **ERRORS}, auth=WRITE)
-def put_channel_block(request: HttpRequest, label: Label, payload: BlockIn):
+def put_channel_block(request: ChannelRequest, label: Label, payload: BlockIn):
     """Create or replace a channel block; every session of the channel sees it next request."""
     block, created = set_block(Owner(channel=request.auth), label, payload.text)
     return Status(201 if created else 200, BlockOut.of(block))
 
 
 @router.delete("/memory/{label}", response={204: None, **ERRORS}, auth=WRITE)
-def delete_channel_block(request: HttpRequest, label: Label):
+def delete_channel_block(request: ChannelRequest, label: Label):
     delete_block(Owner(channel=request.auth), label)
     return Status(204, None)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
 from sessions_app import selectors, services
-from sessions_app.api.auth import OPERATE, READ, WRITE
+from sessions_app.api.auth import OPERATE, READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import (
     ERRORS,
     AppendIn,
@@ -31,12 +30,12 @@ from sessions_app.models import Message, Session
 router = Router(tags=["sessions"])
 
 
-def _session(request: HttpRequest, session_id: str) -> Session:
+def _session(request: ChannelRequest, session_id: str) -> Session:
     return services.get_session_for_channel(request.auth, session_id)
 
 
 @router.post("/sessions", response={200: SessionOut, 201: SessionOut, **ERRORS}, auth=WRITE)
-def open_session(request: HttpRequest, payload: SessionCreateIn):
+def open_session(request: ChannelRequest, payload: SessionCreateIn):
     """Open a session (201), or return the one already open under this `external_id` (200)."""
     result = services.open_session(request.auth, **payload.dict())
     return Status(201 if result.created else 200, SessionOut.of(result.session))
@@ -45,8 +44,9 @@ def open_session(request: HttpRequest, payload: SessionCreateIn):
 class SessionListQuery(Schema):
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000)
-    # Optional parameters, not nullable ones: a query string cannot say null.
-    external_id: Annotated[str, Field(min_length=1, max_length=200)] = None
+    # Optional parameters, not nullable ones: a query string cannot say null. (So the default,
+    # None, is not of the type: the type checker is told to let it pass.)
+    external_id: Annotated[str, Field(min_length=1, max_length=200)] = None  # type: ignore[assignment]
     archived: Literal["false", "true", "all"] = Field(
         "false",
         description="Sessions archived by retention: left out (false), only them (true), or "
@@ -56,7 +56,7 @@ class SessionListQuery(Schema):
 
 
 @router.get("/sessions", response={200: list[SessionOut], **ERRORS}, auth=READ)
-def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
+def list_sessions(request: ChannelRequest, query: Query[SessionListQuery]):
     """This channel's sessions, most recently active first; archived ones on request."""
     only_declared(request, SessionListQuery)
     sessions = Session.objects.filter(channel=request.auth).select_related("channel")
@@ -68,7 +68,7 @@ def list_sessions(request: HttpRequest, query: Query[SessionListQuery]):
 
 
 @router.get("/sessions/{session_id}", response={200: SessionOut, **ERRORS}, auth=READ)
-def get_session(request: HttpRequest, session_id: str):
+def get_session(request: ChannelRequest, session_id: str):
     """The session with its counters and guard state (one row read; no message scan)."""
     return SessionOut.of(_session(request, session_id))
 
@@ -78,7 +78,7 @@ def get_session(request: HttpRequest, session_id: str):
     response={200: AppendOut, 201: AppendOut, **ERRORS, 409: SequenceErrorOut},
     auth=WRITE,
 )
-def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
+def append_messages(request: ChannelRequest, session_id: str, payload: AppendIn):
     """Append messages in order, all or nothing, optionally with the usage the model reported.
     201 when something was stored; 200 when a `sequence` says all of it was stored before."""
     session = _session(request, session_id)
@@ -100,14 +100,17 @@ def append_messages(request: HttpRequest, session_id: str, payload: AppendIn):
 
 
 class MessageListQuery(Schema):
-    kind: Literal["live", "summary", "archived", "rolled_back", "notice"] = None
-    after: int = Field(None, ge=-1, le=2**31, description="Return rows after this position.")
+    # Optional, not nullable (as SessionListQuery's): the type checker lets the None pass.
+    kind: Literal["live", "summary", "archived", "rolled_back", "notice"] = None  # type: ignore[assignment]
+    after: int = Field(  # type: ignore[assignment]
+        None, ge=-1, le=2**31, description="Return rows after this position."
+    )
     limit: int = Field(100, ge=1, le=1000)
     model_config = ConfigDict(extra="forbid")
 
 
 @router.get("/sessions/{session_id}/messages", response={200: MessagePage, **ERRORS}, auth=READ)
-def list_messages(request: HttpRequest, session_id: str, query: Query[MessageListQuery]):
+def list_messages(request: ChannelRequest, session_id: str, query: Query[MessageListQuery]):
     """Every row of the session in order, including archived and rolled-back ones."""
     only_declared(request, MessageListQuery)
     session = _session(request, session_id)
@@ -126,7 +129,7 @@ def list_messages(request: HttpRequest, session_id: str, query: Query[MessageLis
 
 
 @router.get("/sessions/{session_id}/context", response={200: ContextOut, **ERRORS}, auth=READ)
-def get_context(request: HttpRequest, session_id: str):
+def get_context(request: ChannelRequest, session_id: str):
     """The live context as an OpenAI `messages` array: head + summary + tail."""
     session = _session(request, session_id)
     messages = selectors.live_context(session)
@@ -139,7 +142,7 @@ def get_context(request: HttpRequest, session_id: str):
 
 
 @router.post("/sessions/{session_id}/rollback", response={200: RollbackOut, **ERRORS}, auth=WRITE)
-def rollback(request: HttpRequest, session_id: str, payload: RollbackIn | None = None):
+def rollback(request: ChannelRequest, session_id: str, payload: RollbackIn | None = None):
     """Undo or regenerate: the last `count` live messages become rolled back (kept, unindexed)."""
     payload = payload or RollbackIn()
     session = _session(request, session_id)
@@ -148,7 +151,7 @@ def rollback(request: HttpRequest, session_id: str, payload: RollbackIn | None =
 
 
 @router.post("/sessions/{session_id}/reset", response={200: ResetOut, **ERRORS}, auth=OPERATE)
-def reset(request: HttpRequest, session_id: str, payload: ResetIn | None = None):
+def reset(request: ChannelRequest, session_id: str, payload: ResetIn | None = None):
     """Archive every live message (the system prompt stays unless asked); nothing is deleted."""
     payload = payload or ResetIn()
     session = _session(request, session_id)

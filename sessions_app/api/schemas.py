@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Schema
@@ -23,10 +23,10 @@ def _integral(value: Any) -> Any:
     return value
 
 
-def json_int(**constraints: Any) -> Any:
-    """An integer as JSON Schema means it: 5 and 5.0, never "5" or true. (The constraints come
-    before the validator, or the schema would show them under pydantic's own names.)"""
-    return Annotated[int, Field(**constraints), BeforeValidator(_integral)]
+# An integer as JSON Schema means it: 5 and 5.0, never "5" or true. Written
+# ``Annotated[int, Field(ge=..., le=...), Integral]``: the constraints come before the validator,
+# or the schema would show them under pydantic's own names.
+Integral = BeforeValidator(_integral)
 
 
 # Request bodies are JSON: their types are strict (``0`` is not ``false``, ``"5"`` is not 5).
@@ -37,7 +37,7 @@ STRICT_MESSAGE = ConfigDict(extra="allow", strict=True)
 
 class SessionCreateIn(Schema):
     model: Annotated[str, Field(max_length=200)] = ""
-    context_window: json_int(ge=1024, le=100_000_000) | None = Field(
+    context_window: Annotated[int, Field(ge=1024, le=100_000_000), Integral] | None = Field(
         None,
         description="Tokens. Optional for known models; see GET /sessions/{id} for the value used.",
     )
@@ -173,44 +173,40 @@ def _content_kind(value: Any) -> str | None:
     return "null" if value is None else None
 
 
-def _content(*kinds: str) -> Any:
-    """A message's content: a string or a list of parts (null where ``kinds`` allows it),
-    chosen by the input's own type so an error names only the shape that was sent."""
-    shapes = {
-        "text": Annotated[str, Tag("text")],
-        "parts": Annotated[list[ContentPartIn], Tag("parts")],
-        "null": Annotated[None, Tag("null")],
-    }
-    allowed = " or ".join(
-        {"text": "a string", "parts": "a list of parts", "null": "null"}[k] for k in kinds
+def _by_shape(allowed: str) -> Discriminator:
+    """Chooses a content's shape by the input's own type, so an error names only the shape that
+    was sent."""
+    return Discriminator(
+        _content_kind,
+        custom_error_type="content_shape",
+        custom_error_message=f"content must be {allowed}",
     )
-    return Annotated[
-        Union[tuple(shapes[k] for k in kinds)],  # noqa: UP007 - built from a tuple
-        Discriminator(
-            _content_kind,
-            custom_error_type="content_shape",
-            custom_error_message=f"content must be {allowed}",
-        ),
-    ]
 
 
-Content = _content("text", "parts")
+_Text = Annotated[str, Tag("text")]
+_Parts = Annotated[list[ContentPartIn], Tag("parts")]
+_Null = Annotated[None, Tag("null")]
+# A message's content: a string or a list of parts (or null, for an assistant's).
+Content = Annotated[_Text | _Parts, _by_shape("a string or a list of parts")]
+ContentOrNull = Annotated[_Text | _Parts | _Null, _by_shape("a string or a list of parts or null")]
 
 
-def _absent(rule: str) -> Any:
-    """A field this role never carries: null or left out (the schema says null), refused with
-    ``rule`` as the message otherwise."""
+def _absent(rule: str) -> BeforeValidator:
+    """The validator of a field this role never carries: null or left out (the schema says
+    null), refused with ``rule`` as the message otherwise."""
 
     def check(value: Any) -> Any:
         if value is not None:
             raise PydanticCustomError("not_for_this_role", rule)
         return value
 
-    return Annotated[None, BeforeValidator(check), Field(None, description=rule)]
+    return BeforeValidator(check)
 
 
-NoToolCalls = _absent("only assistant messages carry 'tool_calls'")
-NoToolCallId = _absent("only tool messages carry 'tool_call_id'")
+_ONLY_ASSISTANT = "only assistant messages carry 'tool_calls'"
+_ONLY_TOOL = "only tool messages carry 'tool_call_id'"
+NoToolCalls = Annotated[None, _absent(_ONLY_ASSISTANT), Field(None, description=_ONLY_ASSISTANT)]
+NoToolCallId = Annotated[None, _absent(_ONLY_TOOL), Field(None, description=_ONLY_TOOL)]
 
 
 class _MessageIn(BaseModel):
@@ -241,7 +237,7 @@ class AssistantMessageIn(_MessageIn):
     OpenAI's refusals do, a ``refusal``. An empty ``tool_calls`` list is the same as none."""
 
     role: Literal["assistant"]
-    content: _content("text", "parts", "null") = None
+    content: ContentOrNull = None
     tool_calls: list[ToolCallIn] | None = None
     tool_call_id: NoToolCallId = None
     model_config = ConfigDict(
@@ -274,11 +270,11 @@ MessageIn = Annotated[
 
 
 class UsageIn(BaseModel):
-    prompt_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
-    completion_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
-    total_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
-    input_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
-    output_tokens: json_int(ge=0, le=MAX_TOKENS) | None = None
+    prompt_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = None
+    completion_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = None
+    total_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = None
+    input_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = None
+    output_tokens: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = None
     model_config = ConfigDict(extra="allow", strict=True)
 
 
@@ -288,7 +284,7 @@ class AppendIn(BaseModel):
         "message before it (in this batch or the live context): otherwise 409."
     )
     usage: UsageIn | None = Field(None, description="Usage the model reported for the last call.")
-    sequence: json_int(ge=0, le=MAX_TOKENS) | None = Field(
+    sequence: Annotated[int, Field(ge=0, le=MAX_TOKENS), Integral] | None = Field(
         None,
         description="Exactly-once, in order: the index of this batch's first message in the "
         "client's own count of the messages it sent to this session (0 for the first). Messages "
@@ -385,7 +381,7 @@ class MessagePage(Schema):
 
 
 class RollbackIn(Schema):
-    count: json_int(ge=1, le=10_000) = 1
+    count: Annotated[int, Field(ge=1, le=10_000), Integral] = 1
     mode: Literal["undo", "regenerate"] = "undo"
     model_config = STRICT_BODY
 

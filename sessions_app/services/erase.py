@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import cast
 from uuid import UUID
 
 from django.apps import apps
@@ -57,7 +58,7 @@ class SessionInScope:
 class ErasePlan:
     """What an erasure will delete, for the confirmation and the audit entry."""
 
-    scope: dict[str, str]
+    scope: dict[str, str | int]
     sessions: list[SessionInScope]
     related: dict[str, int] = field(default_factory=dict)
 
@@ -100,13 +101,14 @@ class ErasePlan:
 def _dependents() -> list[tuple[type[Model], str, bool, type[Model]]]:
     """(model, field name, nullable, target) for every foreign key of another model that points
     at a session or a message."""
-    found = []
+    found: list[tuple[type[Model], str, bool, type[Model]]] = []
     for model in apps.get_models():
         if model in (Session, Message):
             continue
         for f in model._meta.concrete_fields:
             if (f.many_to_one or f.one_to_one) and f.related_model in (Session, Message):
-                found.append((model, f.name, f.null, f.related_model))
+                target = cast("type[Model]", f.related_model)  # one of the two, not "self"
+                found.append((model, f.name, f.null, target))
     # Each batch commits on its own: a row that points at another dependent's row (a hook
     # delivery at its compression event) must go before it, or that commit breaks the link.
     models = {model for model, *_ in found}
@@ -137,7 +139,7 @@ def _with_continuations(roots: Iterable[Session]) -> list[tuple[Session, str]]:
     return list(chosen.values())
 
 
-def _plan(pairs: list[tuple[Session, str]], scope: dict[str, str]) -> ErasePlan:
+def _plan(pairs: list[tuple[Session, str]], scope: dict[str, str | int]) -> ErasePlan:
     ids = [s.pk for s, _ in pairs]
     by_kind: dict[UUID, Counter[str]] = {pk: Counter() for pk in ids}
     for kind in KINDS:
@@ -150,7 +152,7 @@ def _plan(pairs: list[tuple[Session, str]], scope: dict[str, str]) -> ErasePlan:
         )
         for row in rows:
             by_kind[row["session"]][kind] = row["n"]
-    related = {}
+    related: dict[str, int] = {}
     for model, name, _, target in _dependents():
         lookup = {f"{name}__in": ids} if target is Session else {f"{name}__session__in": ids}
         if n := model._default_manager.filter(**lookup).count():

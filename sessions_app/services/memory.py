@@ -98,7 +98,12 @@ class Owner:
         writers of one label would otherwise both insert (one failing on the unique label), and
         a channel edit and a session edit of the same label would each shift the counters from
         what the other had not yet written."""
-        channel_id = self.session.channel_id if self.session is not None else self.channel.pk
+        if self.session is not None:
+            channel_id = self.session.channel_id
+        elif self.channel is not None:
+            channel_id = self.channel.pk
+        else:
+            raise ValueError("an Owner is a channel or a session")
         Channel.objects.select_for_update().filter(pk=channel_id).first()
 
     def affected(self):

@@ -28,6 +28,7 @@ def build_rows(model: str, messages: list[dict[str, Any]]) -> list[Message]:
     for message in messages:
         content = message.get("content")
         parts = content if isinstance(content, list) else None
+        text: str | None
         if parts is not None:
             text = "\n".join(
                 p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)

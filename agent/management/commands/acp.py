@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+from typing import cast
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -68,12 +69,13 @@ class Command(BaseCommand):
         from sessions_app.services import InvalidInput
         from sessions_app.services.validation import check_text, validate_message
 
-        channel, limit = channel.strip(), Channel._meta.get_field("name").max_length
+        # Both are CharFields: their max_length is set.
+        channel, limit = channel.strip(), cast(int, Channel._meta.get_field("name").max_length)
         if not channel or len(channel) > limit:
             raise CommandError(f"--channel needs a name (at most {limit} characters).")
 
         model = model or get_config().model.default or "gpt-4o"
-        limit = Session._meta.get_field("model").max_length
+        limit = cast(int, Session._meta.get_field("model").max_length)
         try:
             check_text({"model": model, "system_prompt": system_prompt}, "arguments")
             validate_message({"role": "system", "content": system_prompt})
@@ -90,8 +92,13 @@ class Command(BaseCommand):
         async def serve() -> None:
             writer, reader = await _protocol_streams()
             # acp's naming: input_stream is what the agent writes, output_stream what it reads.
+            # The agent has part of acp's Agent protocol: the SDK looks each method up by name
+            # and answers "method not found" for one it lacks.
             await run_agent(
-                agent, input_stream=writer, output_stream=reader, observers=[agent.observe]
+                agent,  # type: ignore[arg-type]
+                input_stream=writer,
+                output_stream=reader,
+                observers=[agent.observe],
             )
 
         # The SDK answers $/cancel_request (handled by agent.observe) as an unknown method and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.conf import settings
@@ -51,7 +52,7 @@ class Command(BaseCommand):
             f"{verification.messages} messages, {verification.sessions} sessions."
         )
 
-    def _sqlite(self, source: Path, partial: Path, quiet: bool, db: dict) -> tuple[int, int]:
+    def _sqlite(self, source: Path, partial: Path, quiet: bool, db: Mapping) -> tuple[int, int]:
         if not source.is_file():
             raise backup.BackupError(f"no database at {source}: nothing to back up")
         bars: list[tqdm] = []

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from hermes_site.upkeep.storage import KINDS, report
 
 
-def size(n: int) -> str:
+def size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -64,7 +64,9 @@ def _models() -> list[type[models.Model]]:
             label
             for label, model in pending.items()
             if all(
-                f.related_model._meta.label_lower not in pending or f.related_model is model
+                # related_model is a class once the apps are loaded, never the string "self"
+                f.related_model._meta.label_lower not in pending  # type: ignore[union-attr]
+                or f.related_model is model
                 for f in model._meta.concrete_fields
                 if f.is_relation and f.related_model is not None
             )
@@ -153,7 +155,8 @@ class Command(BaseCommand):
             ct.pk: on_target.get_or_create(app_label=ct.app_label, model=ct.model)[0].pk
             for ct in ContentType.objects.using("default")
         }
-        target_perms = {
+        # Looked up with the target's id of a content type, None where it has none.
+        target_perms: dict[tuple[int | None, str], int] = {
             (p.content_type_id, p.codename): p.pk for p in Permission.objects.using(TARGET)
         }
         perms = {
@@ -206,8 +209,8 @@ class Command(BaseCommand):
                     if dangling:  # a grant of a permission the target does not have
                         skipped += 1
                         continue
-                    if meta.label_lower in UNIQUE_BY_NAME:
-                        if row.name in existing:
+                    if meta.label_lower in UNIQUE_BY_NAME:  # models with a name field
+                        if row.name in existing:  # type: ignore[attr-defined]
                             continue
                         row.pk = None  # nothing refers to it; the target's ids are its own
                     row._state.db = TARGET

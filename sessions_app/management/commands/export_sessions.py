@@ -6,6 +6,7 @@ import sys
 import uuid
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
 
 from sessions_app.models import Session
 from sessions_app.services.export import export_lines
@@ -25,6 +26,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, out: str, channel: str | None, session: list[str] | None, **options):
+        sessions: QuerySet[Session] | list[Session]
         sessions = Session.objects.select_related("channel").order_by("created_at", "id")
         if channel:
             sessions = sessions.filter(channel__name=channel)
