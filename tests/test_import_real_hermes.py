@@ -262,7 +262,7 @@ print(json.dumps([m["content"] for m in pruned if m["role"] == "tool"][:-1]))
 
 @pytest.mark.peer
 @pytest.mark.skipif(missing() is not None, reason=missing() or "")
-def test_every_form_hermes_prunes_a_tool_result_to_is_recognised_as_its_copy():
+def test_every_form_hermes_prunes_a_tool_result_to_is_recognised_as_its_copy(tmp_path):
     """Hermes's own pruning (its _prune_old_tool_results, run in its virtualenv) on outputs of
     its tools and of a plugin's: each shortened result is accepted as the original's copy."""
     import subprocess
@@ -270,8 +270,15 @@ def test_every_form_hermes_prunes_a_tool_result_to_is_recognised_as_its_copy():
     from hermes_import.format import is_pruned_tool_text
     from tests.hermes_peer import HERMES_PYTHON
 
+    # Not from the repository: ``python -c`` puts its directory first on the path, and this
+    # service's own top-level package ``agent`` would hide Hermes's.
     done = subprocess.run(
-        [str(HERMES_PYTHON), "-c", PRUNE], capture_output=True, text=True, check=True, timeout=120
+        [str(HERMES_PYTHON), "-c", PRUNE],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     forms = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(forms) == 8 and len(set(forms)) == 8, forms
