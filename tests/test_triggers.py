@@ -334,7 +334,10 @@ def test_exhaustion_resets_to_the_last_good_summary(gw, configured, chat_model, 
     body = gw.post(f"/sessions/{sid}/turn", {"content": "after the reset"}).json()
     assert body["decisions"][0]["action"] == "exhausted"
     (reset,) = events(sid, trigger="exhaustion")
-    assert reset.outcome == "reset" and "session reset" in reset.reason
+    assert reset.outcome == "reset" and "to the last good summary" in reset.reason
+    # Recorded by the reset hook like every reset: what it archived and the context it left.
+    assert reset.rows_archived > 0 and f"{reset.rows_archived} rows archived" in reset.reason
+    assert reset.tokens_after < reset.tokens_before
     session.refresh_from_db()
     assert session.failure_streak == 0
     live = list(Message.objects.filter(session=session, active=True).order_by("position", "id"))
