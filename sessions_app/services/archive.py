@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from sessions_app.models import Message, Session
 
-# What replace_with_summary changes on the session; callers add their own fields and save.
+# What replace_with_summary changes on the session; save_compressed saves them.
 COUNTERS = ["live_messages", "live_tokens", "total_messages", "last_prompt_tokens", "updated_at"]
 
 
@@ -34,8 +34,8 @@ def replace_with_summary(
     locked: Session, rows: QuerySet[Message], **summary: object
 ) -> tuple[Message, int]:
     """Store a summary row (``summary``: its Message fields) and archive the live ones of
-    ``rows`` under it, moving the session's counters by exactly what changed (saved by the
-    caller, with ``COUNTERS``). Returns the summary and how many rows it replaced."""
+    ``rows`` under it, moving the session's counters by exactly what changed (saved by
+    :func:`save_compressed`). Returns the summary and how many rows it replaced."""
     row = Message.objects.create(
         session=locked, channel_id=locked.channel_id, is_summary=True, **summary
     )
