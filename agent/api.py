@@ -24,7 +24,7 @@ class TurnIn(Schema):
     content: Annotated[str, Field(min_length=1)]
     name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     stream: bool = Field(
-        False,
+        default=False,
         description="Answer with server-sent events: `delta` (the model's text as it is "
         "written), `tool` (each session_search call), then `done` (this operation's JSON "
         "answer) or `error` (`detail`, `status`).",

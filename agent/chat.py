@@ -84,14 +84,7 @@ def call_responses(
         raise ChatFailed(
             "The chat model's answer was not a Responses API response; your message is stored."
         ) from None
-    usage = None
-    raw = getattr(response, "usage", None)
-    if raw is not None:
-        numbers = {
-            "prompt_tokens": getattr(raw, "input_tokens", None),
-            "completion_tokens": getattr(raw, "output_tokens", None),
-        }
-        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
+    usage = usage_of(response, prompt="input_tokens", completion="output_tokens")
     return reply, usage, compaction
 
 
@@ -134,15 +127,7 @@ def call_chat(
         ) from None
     if reply["content"] is None and not reply.get("tool_calls"):
         reply["content"] = ""
-    usage = None
-    raw_usage = getattr(response, "usage", None)
-    if raw_usage is not None:
-        numbers = {
-            "prompt_tokens": getattr(raw_usage, "prompt_tokens", None),
-            "completion_tokens": getattr(raw_usage, "completion_tokens", None),
-        }
-        usage = {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
-    return reply, usage
+    return reply, usage_of(response)
 
 
 def guarded_stream(chunks):
@@ -153,13 +138,18 @@ def guarded_stream(chunks):
         raise ChatFailed(f"The chat model's stream broke off: {exc}"[:500]) from None
 
 
-def usage_of(chunk: Any) -> dict[str, int] | None:
-    """A stream chunk's usage, where the provider sent one (the last chunk, when asked)."""
-    raw = getattr(chunk, "usage", None)
+def usage_of(
+    answer: Any, *, prompt: str = "prompt_tokens", completion: str = "completion_tokens"
+) -> dict[str, int] | None:
+    """The usage a provider reported, as ``prompt_tokens``/``completion_tokens`` (None when it
+    sent none): on a chat completion, on a stream's last chunk when asked, or on a Responses
+    API response (``prompt``/``completion`` name its fields there: input and output tokens).
+    A count that is not a whole number of zero or more is left out."""
+    raw = getattr(answer, "usage", None)
     if raw is None:
         return None
     numbers = {
-        "prompt_tokens": getattr(raw, "prompt_tokens", None),
-        "completion_tokens": getattr(raw, "completion_tokens", None),
+        "prompt_tokens": getattr(raw, prompt, None),
+        "completion_tokens": getattr(raw, completion, None),
     }
     return {k: v for k, v in numbers.items() if isinstance(v, int) and v >= 0} or None
