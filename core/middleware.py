@@ -123,6 +123,43 @@ class RequestObserver:
             unbind(token)
 
 
+class ApiErrorsAsJson:
+    """Every error under the API is JSON: what Django or django-ninja answers in HTML or plain
+    text before any endpoint runs -- a path no endpoint has (404), a method an endpoint does not
+    take (405, its ``Allow`` kept) -- becomes ``{"detail": ...}`` with the same status."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code < 400
+            or not request.path.startswith(API_PREFIX)
+            or getattr(response, "streaming", False)
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        where = f"{request.method} {request.path[:200]}"
+        if response.status_code == 404:
+            detail = f"No endpoint answers {where}; the API's endpoints are listed at /api/v1/docs."
+        elif response.status_code == 405:
+            allowed = response.get("Allow", "")
+            detail = f"{where}: this endpoint does not take {request.method}" + (
+                f"; it takes {allowed}." if allowed else "."
+            )
+        else:
+            detail = f"{where}: {response.reason_phrase}."
+        answer = HttpResponse(
+            json.dumps({"detail": detail}, ensure_ascii=False),
+            status=response.status_code,
+            content_type="application/json",
+        )
+        if response.has_header("Allow"):
+            answer["Allow"] = response["Allow"]
+        return answer
+
+
 class ApiBodyLimit:
     """Reads an API request's body up front so that one over ``server.max_request_bytes``
     answers a JSON 413 instead of Django's HTML 400 from deep inside the framework."""

@@ -81,6 +81,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so it times and ids everything below, and sees every answer (request ids, metrics).
     "core.middleware.RequestObserver",
+    # Just inside it: an API error Django or django-ninja wrote in HTML or text becomes JSON.
+    "core.middleware.ApiErrorsAsJson",
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",

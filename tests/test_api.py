@@ -354,6 +354,32 @@ def test_unknown_session_ids_are_404(gateway, sid):
     assert "No session" in response.json()["detail"]
 
 
+@pytest.mark.parametrize(
+    "path", ["/nothing-here", "/sessions//turn", "/sessions/x/messages/extra", "/" + "a" * 5000]
+)
+def test_a_path_no_endpoint_has_is_a_json_404_naming_the_docs(gateway, path):
+    response = gateway.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert "/api/v1/docs" in body["detail"] and body["request_id"]
+    assert len(body["detail"]) < 400  # a long path is not echoed whole
+
+
+def test_a_method_an_endpoint_does_not_take_is_a_json_405_that_keeps_allow(gateway):
+    response = gateway.delete("/tools")
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/json")
+    assert response["Allow"] == "GET"
+    assert "does not take DELETE; it takes GET" in response.json()["detail"]
+
+
+def test_pages_outside_the_api_keep_their_html_404(client):
+    response = client.get("/console/no-such-page/")
+    assert response.status_code in (302, 404)  # the console asks for a login first
+    assert not response.get("Content-Type", "").startswith("application/json")
+
+
 def test_bad_session_fields_are_422(gateway):
     for body in (
         {"context_window": 10},
