@@ -154,6 +154,8 @@ def _search(session: Session, args: dict[str, Any]) -> dict[str, Any]:
 def _around(session: Session, position: int) -> dict[str, Any]:
     """The rows at and around ``position``, whatever their kind (a summary's originals are
     archived rows at their own positions); rolled-back rows are not part of the conversation."""
+    if position < 0:  # the schema's minimum: not a window of the first rows
+        raise _Refused(f"no message at position {position}; positions start at 0")
     rows = list(
         Message.objects.filter(
             session=session,

@@ -119,6 +119,7 @@ def test_channel_scope_reaches_the_channel_s_other_sessions_and_never_another_ch
         ({"query": "x", "limit": True}, "limit must be"),
         ({"around": "ten"}, "around must be a message position"),
         ({"around": 10_000}, "no message at position 10000"),
+        ({"around": -1}, "no message at position -1"),
         ({"query": "x" * 1_001}, "1,000"),
         ({"query": "   "}, ""),
     ],
