@@ -181,6 +181,22 @@ def test_reset_can_archive_the_system_prompt_too(session):
     assert_counters_exact(session)
 
 
+@pytest.mark.parametrize("after", [-1, 0, 1, 4, 7, 8, 12])
+def test_a_reset_after_a_position_archives_only_the_live_rows_after_it(session, after):
+    services.append_messages(session, turn(1) + turn(2))  # positions 0 (system) to 8
+    session.refresh_from_db()
+    activity, total = session.last_activity_at, session.messages.count()
+    archived = services.reset_session(session, after_position=after, note="back to a point")
+    live = set(session.messages.filter(active=True).values_list("position", flat=True))
+    assert live == {p for p in range(9) if p <= after}
+    assert archived == len([p for p in range(9) if p > after])
+    assert session.messages.count() == total  # nothing deleted
+    session.refresh_from_db()
+    assert session.last_activity_at == activity  # going back is not the user's activity
+    assert session.last_reset_at is not None and session.last_prompt_tokens is None
+    assert_counters_exact(session)
+
+
 def test_the_live_context_is_a_valid_openai_messages_array_in_order(session):
     services.append_messages(session, turn(1))
     services.append_messages(
