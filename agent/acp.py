@@ -58,6 +58,7 @@ from agent.turn import (
 from compression.models import CompressionEvent
 from core.errors import report
 from sessions_app.models import Channel, Session
+from sessions_app.selectors.sessions import find_session
 from sessions_app.services import ServiceError, append_messages, open_session
 
 logger = logging.getLogger(__name__)
@@ -238,7 +239,7 @@ class HermesAcpAgent:
         """The turn, in the worker thread: each piece of the reply goes to ``turn`` as the model
         writes it. Returns what is left to say at the end (what ``/compress`` did; a reply that
         came whole, as the Responses API's), or "" when it was streamed or cancelled."""
-        session = Session.objects.filter(pk=session_id, channel=self.channel).first()
+        session = find_session(session_id, channel=self.channel)
         if session is None:
             raise RequestError.resource_not_found(session_id)
         if turn.stop.is_set():

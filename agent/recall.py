@@ -23,6 +23,7 @@ from search.filters import Filters
 from search.query import MAX_QUERY_CHARS, InvalidQuery
 from search.service import search
 from sessions_app.models import Message, Session
+from sessions_app.selectors.messages import conversation_near
 
 logger = logging.getLogger(__name__)
 
@@ -152,19 +153,10 @@ def _search(session: Session, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _around(session: Session, position: int) -> dict[str, Any]:
-    """The rows at and around ``position``, whatever their kind (a summary's originals are
-    archived rows at their own positions); rolled-back rows are not part of the conversation."""
+    """The rows at and around ``position``, as the conversation had them."""
     if position < 0:  # the schema's minimum: not a window of the first rows
         raise _Refused(f"no message at position {position}; positions start at 0")
-    rows = list(
-        Message.objects.filter(
-            session=session,
-            position__gte=max(position - AROUND_RADIUS, 0),
-            position__lte=position + AROUND_RADIUS,
-        )
-        .exclude(active=False, compressed=False)
-        .order_by("position", "id")
-    )
+    rows = conversation_near(session, position, AROUND_RADIUS)
     if not rows:
         raise _Refused(
             f"no message at position {position}; this conversation has positions 0 to "

@@ -13,7 +13,7 @@ from compression.models import CompressionEvent
 from compression.policy import guards
 from core.errors import report
 from core.logs import bind_request_id, unbind
-from sessions_app.models import Session
+from sessions_app.selectors.sessions import find_session
 from sessions_app.services import guard_state
 
 
@@ -34,7 +34,7 @@ def contained(trigger: str | None = None) -> Callable:
                 return task(session_id, *args)
             except Exception as exc:
                 message = report(exc, f"the {task.__name__} of session {session_id}")
-                session = Session.objects.filter(pk=session_id).first()
+                session = find_session(session_id)
                 if session is not None:
                     record_event(
                         session,
@@ -87,7 +87,7 @@ def compress_task(
     confirm: bool = False,
     memory_context: str | None = None,
 ) -> dict[str, Any]:
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     try:
@@ -111,7 +111,7 @@ def automatic_task(session_id: str, trigger: str) -> dict[str, Any]:
 
     # Started: the next append over the threshold may queue another.
     guard_state.unmark_queued(session_id)
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     if trigger == CompressionEvent.Trigger.HYGIENE:  # queued by the hard message limit
@@ -136,7 +136,7 @@ def requested_task(
     applied -- except that no queue mark is its to clear. The answer names the decision."""
     from compression.policy.triggers import run_automatic, still_needed
 
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     decision = still_needed(session, trigger) or run_automatic(
@@ -161,7 +161,7 @@ def error_task(session_id: str, attempt: int = 0) -> dict[str, Any]:
     ``attempt`` deep: the error trigger's own run, which ignores cooldown and anti-thrash."""
     from compression.policy.triggers import run_automatic
 
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     decision = run_automatic(session, CompressionEvent.Trigger.ERROR, first_attempt=attempt)
@@ -178,7 +178,7 @@ def prune_task(session_id: str, trigger: str) -> dict[str, Any]:
     """Proactive pruning for a session a guard holds back (queued by the trigger check)."""
     from compression.paths import pruning
 
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     if guards.held(session) is None:  # queued while held back; the hold has ended since
@@ -198,7 +198,7 @@ def micro_task(session_id: str) -> dict[str, Any]:
     from compression.paths import micro
     from compression.policy import due
 
-    session = Session.objects.filter(pk=session_id).first()
+    session = find_session(session_id)
     if session is None:
         return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
     if not due.micro_due(session):  # an earlier task of the same turns folded them already

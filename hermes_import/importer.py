@@ -10,27 +10,11 @@ archived them, an ``/undo`` took them back) are updated; nothing is duplicated o
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections import Counter
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import (
-    BooleanField,
-    CharField,
-    Count,
-    DateTimeField,
-    Field,
-    IntegerField,
-    JSONField,
-    Max,
-    Min,
-    Q,
-    Sum,
-    TextField,
-)
+from django.db import transaction
 
 from hermes_import.mapping import ARCHIVED, LIVE, ROLLED_BACK, Conversation, Planned
 from hermes_import.models import ImportedSession
@@ -38,8 +22,9 @@ from hermes_import.provenance import infer
 from sessions_app import tokens
 from sessions_app.bulk import keeping_timestamps
 from sessions_app.models import Channel, Message, Session
-from sessions_app.services.memory import memory_tokens
-from sessions_app.services.sessions import resolve_window
+from sessions_app.selectors.messages import last_position, origin_ids
+from sessions_app.selectors.sessions import lock_session
+from sessions_app.services import imported
 
 BATCH = 2_000
 # What a later Hermes run can change about a row already imported: its kind and its links.
@@ -109,7 +94,7 @@ def _values(
         # it, at its compaction (so the live-token chart does not count a row twice).
         row.origin["timestamp"] = row.timestamp
         when = _when(row.copied)
-    values = dict(_defaults())
+    values = dict(imported.row_defaults())
     values.update(
         session_id=session.pk,
         channel_id=session.channel_id,
@@ -167,43 +152,21 @@ def import_conversation(
             .first()
         )
         if link is None:
-            model = tip.get("model") or ""
-            window, source = resolve_window(model, None)
-            session = Session.objects.create(
-                channel=channel,
-                model=model[:200],
-                context_window=window,
-                context_window_source=source,
-                title=(tip.get("title") or "")[:300],
-                created_at=_when(root.get("started_at")) or dt.datetime.now(tz=dt.UTC),
-                updated_at=dt.datetime.now(tz=dt.UTC),
-                last_activity_at=_when(tip.get("started_at")) or dt.datetime.now(tz=dt.UTC),
+            now = dt.datetime.now(tz=dt.UTC)
+            session = imported.open_imported(
+                channel,
+                model=tip.get("model") or "",
+                title=tip.get("title") or "",
+                created_at=_when(root.get("started_at")) or now,
+                last_activity_at=_when(tip.get("started_at")) or now,
             )
             outcome.created = True
         else:
-            session = Session.objects.select_for_update().get(pk=link.session_id)
-        existing = {
-            hermes_id: pk
-            for pk, hermes_id in Message.objects.filter(session=session, origin__isnull=False)
-            .values_list("pk", "origin__id")
-            .iterator()
-            if hermes_id is not None
-        }
+            session = lock_session(link.session_id)
+        existing = origin_ids(session)
         if outcome.created and tip.get("prompt"):
-            Message.objects.create(
-                session=session,
-                channel_id=session.channel_id,
-                position=0,
-                role=Message.Role.SYSTEM,
-                content=tip["prompt"],
-                origin={"system": "hermes", "session": conversation.tip, "system_prompt": True},
-                token_count=tokens.count_message(
-                    {"role": "system", "content": tip["prompt"]}, session.model
-                ),
-                created_at=session.created_at,
-            )
-        position = Message.objects.filter(session=session).aggregate(p=Max("position"))["p"]
-        position = -1 if position is None else position
+            imported.insert_rows([_system_prompt(session, conversation.tip, tip["prompt"])])
+        position = last_position(session)
         ids = dict(existing)
         count = _Tokens(session.model)
         new = [r for r in rows if r.hermes_id not in existing]
@@ -213,10 +176,9 @@ def import_conversation(
             position += 1
             positions[row.hermes_id] = position
         for row in sorted((r for r in new if r.summary), key=lambda r: -r.hermes_id):
-            message = Message(**_values(session, row, positions[row.hermes_id], ids, count))
-            message.continues_id = None  # set below, once what it continues exists
-            message.save(force_insert=True)
-            ids[row.hermes_id] = message.pk
+            values = _values(session, row, positions[row.hermes_id], ids, count)
+            values["continues_id"] = None  # set below, once what it continues exists
+            ids[row.hermes_id] = imported.insert_rows([values])[values["position"]]
         batch: list[dict[str, Any]] = []
         pending: set[int] = set()
         for row in new:
@@ -236,62 +198,27 @@ def import_conversation(
 
 
 def _flush(batch: list[dict[str, Any]], ids: dict[int, int]) -> None:
-    """Insert the batch with one multi-row INSERT per chunk, returning each row's id and
-    position (ids are matched by position, unique per session). Django's bulk_create spends
-    more on preparing values than SQLite spends on the rows and their search triggers; here each
-    column's adapter is chosen once."""
-    if not batch:
-        return
-    columns, adapters = _columns()
-    table = connection.ops.quote_name(Message._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(c.column) for c in columns)
-    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    per_statement = max(1, min(500, 30_000 // len(columns)))
+    """Insert the batch; each row's id is then known by its Hermes id."""
     by_position = {values["position"]: values["origin"]["id"] for values in batch}
-    with connection.cursor() as cursor:
-        for start in range(0, len(batch), per_statement):
-            chunk = batch[start : start + per_statement]
-            params: list[Any] = []
-            for values in chunk:
-                params.extend(
-                    adapt(values[c.attname]) for c, adapt in zip(columns, adapters, strict=True)
-                )
-            cursor.execute(
-                f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))} "  # noqa: S608
-                "RETURNING id, position",
-                params,
-            )
-            for pk, position in cursor.fetchall():
-                ids[by_position[position]] = pk
+    for position, pk in imported.insert_rows(batch).items():
+        ids[by_position[position]] = pk
     batch.clear()
 
 
-@functools.cache
-def _defaults() -> dict[str, Any]:
-    return {f.attname: f.get_default() for f in Message._meta.concrete_fields if not f.primary_key}
-
-
-def _columns() -> tuple[list[Any], list[Callable[[Any], Any]]]:
-    columns = [f for f in Message._meta.concrete_fields if not f.primary_key]
-    adapters: list[Callable[[Any], Any]] = []
-    for column in columns:
-        if isinstance(column, JSONField):
-            adapters.append(functools.partial(_adapt_json, column))
-        elif isinstance(column, DateTimeField):
-            adapters.append(connection.ops.adapt_datetimefield_value)
-        elif isinstance(column, (BooleanField, CharField, IntegerField, TextField)):
-            adapters.append(lambda v: v)
-        else:  # keys (a UUID is text on SQLite) and anything else: Django's own preparation
-            adapters.append(functools.partial(_prepare, column))
-    return columns, adapters
-
-
-def _adapt_json(field: JSONField, value: Any) -> Any:
-    return None if value is None else connection.ops.adapt_json_value(value, field.encoder)
-
-
-def _prepare(field: Field, value: Any) -> Any:
-    return field.get_db_prep_save(value, connection)
+def _system_prompt(session: Session, hermes_id: str, prompt: str) -> dict[str, Any]:
+    """Hermes keeps a session's system prompt on the session; here it is the row at 0."""
+    values = dict(imported.row_defaults())
+    values.update(
+        session_id=session.pk,
+        channel_id=session.channel_id,
+        position=0,
+        role=Message.Role.SYSTEM,
+        content=prompt,
+        origin={"system": "hermes", "session": hermes_id, "system_prompt": True},
+        token_count=tokens.count_message({"role": "system", "content": prompt}, session.model),
+        created_at=session.created_at,
+    )
+    return values
 
 
 def _reconcile(
@@ -316,10 +243,7 @@ def _reconcile(
     changed = []
     now = dt.datetime.now(tz=dt.UTC)
     fields = ("pk", *RECONCILED)
-    if existing:
-        stored = Message.objects.filter(session=session).only(*fields).iterator(BATCH)
-    else:
-        stored = _by_keys(list(wanted), fields)
+    stored = imported.stored_rows(session, fields, only=None if existing else list(wanted))
     for message in stored:
         if message.pk not in wanted:
             continue
@@ -337,14 +261,9 @@ def _reconcile(
             message.rollback_reason = "hermes"
             message.rolled_back_at = message.rolled_back_at or now
         changed.append(message)
-    Message.objects.bulk_update(changed, RECONCILED, batch_size=500)
+    imported.save_states(changed, RECONCILED)
     known = set(existing.values())
     return sum(1 for m in changed if m.pk in known)
-
-
-def _by_keys(keys: list[int], fields: tuple[str, ...]) -> Iterator[Message]:
-    for start in range(0, len(keys), 500):
-        yield from Message.objects.filter(pk__in=keys[start : start + 500]).only(*fields)
 
 
 def _finish(
@@ -356,38 +275,13 @@ def _finish(
 ) -> None:
     """Counters, summary ranges, guard state and the record of each link."""
     tip = hermes_sessions[conversation.tip]
-    summaries = Message.objects.filter(session=session, is_summary=True)
-    ranges = {
-        row["summarized_by"]: (row["low"], row["high"])
-        for row in Message.objects.filter(session=session, summarized_by__isnull=False)
-        .values("summarized_by")
-        .annotate(low=Min("position"), high=Max("position"))
-    }
-    for summary in summaries.only("pk", "covers_from_position", "covers_to_position"):
-        low, high = ranges.get(summary.pk, (None, None))
-        if (summary.covers_from_position, summary.covers_to_position) != (low, high):
-            summary.covers_from_position, summary.covers_to_position = low, high
-            summary.save(update_fields=["covers_from_position", "covers_to_position"])
-    stats = Message.objects.filter(session=session).aggregate(
-        total=Count("id"),
-        live=Count("id", filter=Q(active=True)),
-        tokens=Sum("token_count", filter=Q(active=True)),
-        last=Max("position"),
-        newest=Max("created_at"),
-    )
-    Session.objects.filter(pk=session.pk).update(
+    imported.settle(
+        session,
         external_id=conversation.tip,
         title=(tip.get("title") or session.title or "")[:300],
-        live_messages=stats["live"] or 0,
-        live_tokens=(stats["tokens"] or 0) + memory_tokens(session),
-        total_messages=stats["total"] or 0,
-        next_position=(stats["last"] + 1) if stats["last"] is not None else 0,
-        # A summary Hermes kept in a later head is its copy, not another compaction.
-        compressions=summaries.exclude(continues__is_summary=True).count(),
         cooldown_until=_when(tip.get("compression_failure_cooldown_until")),
         failure_streak=int(tip.get("compression_fallback_streak") or 0),
         ineffective_streak=int(tip.get("compression_ineffective_count") or 0),
-        last_activity_at=stats["newest"] or session.created_at,
     )
     notes = "\n".join(conversation.notes)
     for hermes_id in conversation.links:

@@ -222,16 +222,46 @@ def _store_writes(path: Path) -> list[int]:
 
 
 def test_only_the_store_writes_sessions_and_messages():
-    """Compression and the agent write a session's or a message's row only through the store's
-    services; the one exception is the compression claim (conditional updates of its own)."""
+    """Compression, the agent and the importer write a session's or a message's row only
+    through the store's services; the one exception is the compression claim (conditional
+    updates of its own)."""
     allowed = {"compression.engine.claim"}
     wrong = [
         f"{name}:{line}"
         for name, path in modules().items()
-        if name.split(".")[0] in ("compression", "agent")
-        and layer(name) not in ("testing", "demo")
+        if name.split(".")[0] in ("compression", "agent", "hermes_import")
+        and layer(name) not in ("testing", "import_testing", "demo")
         and ".migrations" not in name
         and name not in allowed
         for line in _store_writes(path)
+    ]
+    assert wrong == [], wrong
+
+
+def _store_reads(path: Path) -> list[int]:
+    """Lines where ``path`` names ``Session.objects`` or ``Message.objects``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "objects"
+        and isinstance(node.value, ast.Name)
+        and node.value.id in {"Session", "Message"}
+    ]
+
+
+def test_the_engine_the_console_the_agent_and_the_importer_read_through_selectors():
+    """Compression (its pages included), the agent and the importer query sessions and
+    messages only through ``sessions_app.selectors``; the claim's conditional updates are the
+    one exception."""
+    allowed = {"compression.engine.claim"}
+    wrong = [
+        f"{name}:{line}"
+        for name, path in modules().items()
+        if name.split(".")[0] in ("compression", "agent", "hermes_import")
+        and layer(name) not in ("testing", "import_testing", "demo")
+        and ".migrations" not in name
+        and name not in allowed
+        for line in _store_reads(path)
     ]
     assert wrong == [], wrong

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from compression.engine import checkpoint, hooks, notice
@@ -30,6 +29,8 @@ from core.config import get_config
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import external_context, live_rows
+from sessions_app.selectors.messages import live_span, span_totals
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services import StateConflict, guard_state
 from sessions_app.services.archive import replace_with_summary, save_compressed
 from sessions_app.services.continuation import continue_in_new_session
@@ -398,16 +399,14 @@ def _write_back(
         )
         return PassResult(Outcome.INEFFECTIVE, event, model_failed=failed)
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
-        span = Message.objects.filter(
-            session=locked, active=True, position__gte=first.position, position__lte=last.position
-        ).exclude(pk__in=[m.pk for m in selection.pinned])
-        now_live = span.aggregate(
-            n=Count("id"), tokens=Sum("token_count"), pinned=Count("id", filter=Q(pinned=True))
+        locked = lock_session(session)
+        span = live_span(
+            locked, first.position, last.position, leave=[m.pk for m in selection.pinned]
         )
+        now_live = span_totals(span)
         if (
             now_live["n"] != len(expected_ids)
-            or (now_live["tokens"] or 0) != expected_tokens
+            or now_live["tokens"] != expected_tokens
             or now_live["pinned"]
         ):
             event = _event(

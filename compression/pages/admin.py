@@ -10,6 +10,7 @@ from sessions_app import audit
 from sessions_app.admin import HermesAdmin, ReadOnlyAdmin, SessionAdmin
 from sessions_app.audit import admin_actor
 from sessions_app.models import AuditEntry, Session
+from sessions_app.selectors.sessions import models_in_use
 from sessions_app.services import reset_session
 
 
@@ -169,8 +170,7 @@ class ModelThresholdOverrideAdmin(HermesAdmin):
             o for o in config_overrides(config) + table_overrides() if o.pattern != obj.pattern
         ]
         models = dict(KNOWN_CONTEXT_WINDOWS)
-        in_use = Session.objects.order_by().values_list("model", "context_window").distinct()
-        models.update(dict(in_use[:MODELS_SHOWN]))
+        models.update(models_in_use(MODELS_SHOWN))
         found = []
         for model, window in sorted(models.items()):
             if match_override(model, [mine, *others], provider) is not mine:

@@ -14,7 +14,8 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from compression.models import CompressionEvent
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
+from sessions_app.selectors.messages import lifetimes
 
 WIDTH, HEIGHT, PAD = 720, 220, 36
 MAX_POINTS = 400
@@ -46,10 +47,7 @@ def live_tokens_series(session: Session) -> list[tuple[datetime, int]]:
     """Live tokens over time, rebuilt exactly from the rows: a row counts from its creation until
     it was archived or rolled back."""
     changes: list[tuple[datetime, int]] = []
-    rows = Message.objects.filter(session=session).values_list(
-        "created_at", "archived_at", "rolled_back_at", "token_count"
-    )
-    for created, archived, rolled_back, tokens in rows.iterator(chunk_size=5_000):
+    for created, archived, rolled_back, tokens in lifetimes(session):
         changes.append((created, tokens))
         ended = archived or rolled_back
         if ended is not None:

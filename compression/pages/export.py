@@ -6,13 +6,13 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 
-from sessions_app.models import Session
+from sessions_app.selectors.sessions import with_channel
 from sessions_app.services.export import export_lines
 
 
 @staff_member_required
 def export_session(request: HttpRequest, session_id) -> StreamingHttpResponse:
-    session = get_object_or_404(Session.objects.select_related("channel"), pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     response = StreamingHttpResponse(
         export_lines([session]), content_type="application/x-ndjson; charset=utf-8"
     )

@@ -15,6 +15,7 @@ from compression.policy.guards import DONE
 from compression.policy.threshold import config_overrides, table_overrides, threshold_for
 from core.config import get_config
 from sessions_app.models import Channel, Session
+from sessions_app.selectors.sessions import in_the_live_set
 
 LATENCY_SAMPLE = 5_000  # the newest compressions whose durations make the latency figures
 SESSIONS_CHECKED = 25
@@ -81,11 +82,7 @@ class Size:
 def nearest_threshold(limit: int = 10) -> list[Size]:
     """The largest sessions by live tokens, with their real share of their own threshold (over
     100% when a guard or a failing summariser holds them back)."""
-    largest = (
-        Session.objects.filter(archived_at__isnull=True)  # archived: out of the live set
-        .select_related("channel")
-        .order_by("-live_tokens")
-    )
+    largest = in_the_live_set().select_related("channel").order_by("-live_tokens")
     overrides = config_overrides(get_config().compression) + table_overrides()  # read once
     sizes = []
     for session in largest[:SESSIONS_CHECKED]:

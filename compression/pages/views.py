@@ -12,7 +12,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -37,7 +37,15 @@ from compression.policy.triggers import enqueue_manual
 from core.config import get_config
 from sessions_app import audit
 from sessions_app.audit import admin_actor
-from sessions_app.models import AuditEntry, Message, Session
+from sessions_app.models import AuditEntry
+from sessions_app.selectors.messages import (
+    covering,
+    not_under_a_summary,
+    originals_of,
+    place_of,
+    summary_in,
+)
+from sessions_app.selectors.sessions import guarded, with_channel
 from sessions_app.services import reset_session
 from sessions_app.services.errors import NotFound, ServiceError
 from sessions_app.services.pins import set_pinned
@@ -61,18 +69,13 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
     in position order; a summary links to its originals' own pages. ``?around=N`` opens the
     page at message #N; at a position only an archived original holds, it opens that original's
     summary's page of originals."""
-    session = get_object_or_404(Session.objects.select_related("channel"), pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     want = _page_request(request)
     if isinstance(want, HttpResponse):
         return want
-    main = Message.objects.filter(session=session, summarized_by=None)
+    main = not_under_a_summary(session)
     if want.around is not None and not main.filter(position=want.around).exists():
-        under = (
-            Message.objects.filter(session=session, position=want.around, is_summary=False)
-            .exclude(summarized_by=None)
-            .values_list("summarized_by_id", "id")
-            .first()
-        )
+        under = covering(session, want.around)
         if under is not None:  # archived, and its summary (which took its position) is not here
             # either: it is on its summary's page of originals
             url = reverse("console:originals", args=[session.pk, under[0]])
@@ -115,7 +118,7 @@ FOLLOWED = ("compressed", "fallback", "failed", "ineffective", "pruned", "reset"
 def events(request: HttpRequest, session_id) -> JsonResponse:
     """The session's events newer than ``?after=<event id>`` that end a compression (the
     timeline's script polls this after *Compress now*); decisions are left out."""
-    session = get_object_or_404(Session, pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     after = _event_id(request.GET.get("after", "0"))
     if after is None:
         return JsonResponse({"detail": "“after” must be an event id such as 42."}, status=400)
@@ -142,9 +145,9 @@ def events(request: HttpRequest, session_id) -> JsonResponse:
 def message(request: HttpRequest, message_id: int) -> HttpResponse:
     """Where one message is shown: the timeline's page around it, or, for an archived original,
     its summary's page of originals; scrolled to it (search hits link here)."""
-    row = get_object_or_404(
-        Message.objects.only("id", "session_id", "position", "summarized_by_id"), pk=message_id
-    )
+    row = place_of(message_id)
+    if row is None:
+        raise Http404("No such message.")
     if row.summarized_by_id:
         url = reverse("console:originals", args=[row.session_id, row.summarized_by_id])
     else:
@@ -155,17 +158,14 @@ def message(request: HttpRequest, message_id: int) -> HttpResponse:
 @staff_member_required
 def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse:
     """A page of the originals one summary replaced, in position order."""
-    summary = get_object_or_404(
-        Message.objects.select_related("session__channel"),
-        pk=summary_id,
-        session_id=session_id,
-        is_summary=True,
-    )
+    summary = summary_in(session_id, summary_id)
+    if summary is None:
+        raise Http404("No such summary in this session.")
     want = _page_request(request)
     if isinstance(want, HttpResponse):
         return want
     page = window(
-        Message.objects.filter(summarized_by=summary).defer("content_parts", "extra"),
+        originals_of(summary).defer("content_parts", "extra"),
         want if want != PageRequest() else PageRequest(head=True),
     )
     return render(
@@ -209,8 +209,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         .order_by("trigger", "outcome")
     )
     labels = dict(CompressionEvent.Trigger.choices)
-    cooling = Session.objects.filter(cooldown_until__gt=now)
-    locked = Session.objects.filter(thrash_lock_until__gt=now)
+    cooling, locked = guarded(now)
     return render(
         request,
         "console/dashboard.html",
@@ -246,7 +245,7 @@ CHANGE_SESSION = "sessions_app.change_session"
 @permission_required(CHANGE_SESSION, raise_exception=True)
 @require_POST
 def compress(request: HttpRequest, session_id) -> HttpResponse:
-    session = get_object_or_404(Session, pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     form = CompressForm(request.POST)
     last_event = (
         CompressionEvent.objects.filter(session=session)
@@ -310,7 +309,7 @@ class CompressForm(forms.Form):
 @permission_required(CHANGE_SESSION, raise_exception=True)
 @require_http_methods(["GET", "POST"])
 def reset(request: HttpRequest, session_id) -> HttpResponse:
-    session = get_object_or_404(Session, pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     if request.method == "POST":
         archived = reset_session(
             session,
@@ -338,7 +337,7 @@ def reset(request: HttpRequest, session_id) -> HttpResponse:
 @require_POST
 def pin(request: HttpRequest, session_id, position: int) -> HttpResponse:
     """Pin or unpin a live message; the page comes back at that message."""
-    session = get_object_or_404(Session, pk=session_id)
+    session = get_object_or_404(with_channel(), pk=session_id)
     wanted = request.POST.get("pinned") == "1"
     try:
         set_pinned(session, position, wanted)

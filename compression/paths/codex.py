@@ -42,6 +42,7 @@ from compression.events import record_event
 from compression.models import CompressionEvent
 from core.config import get_config
 from sessions_app.models import Session
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services.provider import save_compactions_elsewhere
 
 logger = logging.getLogger(__name__)
@@ -280,7 +281,7 @@ def compact_thread(session: Session, trigger: str) -> CompressionEvent:
         if server is not None:
             server.close()
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = lock_session(session)
         state = locked.provider_state or {}
         codex = state.setdefault("codex", {})
         codex["seen"] = [*codex.get("seen", []), _notification_key(done)][-SEEN_LIMIT:]
@@ -310,7 +311,7 @@ def record_notifications(session: Session, messages: list[dict[str, Any]]) -> in
     thread = thread_id(session)
     recorded = 0
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = lock_session(session)
         state = locked.provider_state or {}
         codex = state.setdefault("codex", {})
         seen = list(codex.get("seen", []))

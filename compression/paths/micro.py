@@ -30,6 +30,8 @@ from core.errors import report
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.selectors.messages import count_still_live, rows_of
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services.archive import archive_folded, replace_with_summary, save_compressed
 
 logger = logging.getLogger(__name__)
@@ -141,18 +143,15 @@ def _fold(session: Session, config) -> MicroResult:
     # Step 1: the new rolling summary replaces the previous one.
     first = previous[0] if previous else group[0]
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
-        still_live = Message.objects.filter(
-            pk__in=[m.pk for m in group + previous], active=True, pinned=False
-        )
-        if still_live.count() != len(group) + len(previous):
+        locked = lock_session(session)
+        if count_still_live(locked, [m.pk for m in group + previous]) != len(group) + len(previous):
             return MicroResult(
                 Outcome.SKIPPED, "the session changed while folding; nothing written"
             )
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
         summary, absorbed = replace_with_summary(
             locked,
-            Message.objects.filter(session=locked, pk__in=[m.pk for m in previous]),
+            rows_of(locked, [m.pk for m in previous]),
             position=first.position,
             role=role,
             content=content,

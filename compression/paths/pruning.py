@@ -37,6 +37,7 @@ from core.config import get_config
 from core.errors import report
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services.pruned import save_pruned
 from sessions_app.tokens import count_message
 
@@ -187,7 +188,7 @@ def prune(session: Session, trigger: str, threshold: int | None = None) -> Prune
         return PruneResult(Outcome.SKIPPED, "a compression of this session is running")
     try:
         with transaction.atomic():
-            locked = Session.objects.select_for_update().get(pk=session.pk)
+            locked = lock_session(session)
             result = _prune_locked(locked, config)
             if result.outcome == Outcome.PRUNED:
                 _record(locked, result, trigger, threshold)

@@ -24,6 +24,8 @@ from compression.models import CompressionEvent
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
+from sessions_app.selectors.messages import rows_of
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services.archive import replace_with_summary, save_compressed
 
 KEY = "openai_compaction"  # marks the item among to_responses_input's chat messages
@@ -41,7 +43,7 @@ def store_compaction(
     stored while the model was answering were not in the compaction and stay live."""
     content = PLACEHOLDER
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = lock_session(session)
         wanted = set(sent)
         live = [m for m in live_rows(locked) if m.pk in wanted]
         replaced = [m for m in live if not (m.role == Message.Role.SYSTEM and not m.is_summary)]
@@ -51,7 +53,7 @@ def store_compaction(
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
         summary, archived = replace_with_summary(
             locked,
-            Message.objects.filter(pk__in=[m.pk for m in replaced]),
+            rows_of(locked, [m.pk for m in replaced]),
             position=position,
             role=Message.Role.USER,
             content=content,

@@ -6,8 +6,9 @@ from __future__ import annotations
 from compression.models import CompressionEvent
 from compression.policy import guards
 from core.config import get_config
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
 from sessions_app.selectors.context import external_context
+from sessions_app.selectors.messages import user_messages_since
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome
@@ -31,10 +32,7 @@ def turns_since_last_fold(session: Session) -> int:
         .values_list("created_at", flat=True)
         .first()
     )
-    users = Message.objects.filter(session=session, role=Message.Role.USER, is_summary=False)
-    if last is not None:
-        users = users.filter(created_at__gt=last)
-    return users.count()
+    return user_messages_since(session, last)
 
 
 def micro_due(session: Session) -> bool:

@@ -20,6 +20,7 @@ from core.config import get_config
 from core.errors import report
 from sessions_app.models import Session
 from sessions_app.selectors.context import external_context
+from sessions_app.selectors.sessions import reread
 
 Trigger = CompressionEvent.Trigger
 Outcome = CompressionEvent.Outcome
@@ -94,7 +95,7 @@ def _hygiene_compress(session_id: Any, hard: bool, *, wait: float) -> Decision:
     """The hygiene compression itself; with ``wait``, a compression already running for the
     session is waited for (up to ``wait`` seconds) instead of reported at once."""
     config = get_config().compression
-    session = Session.objects.get(pk=session_id)
+    session = reread(session_id)
     try:
         outcome = run_automatic(
             session,

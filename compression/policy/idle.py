@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from compression.models import CompressionEvent
 from compression.policy.triggers import decide, run_automatic
 from core.config import get_config
-from sessions_app.models import Session
+from sessions_app.selectors.sessions import idle_since
 
 IDLE_SWEEP_LIMIT = 20  # sessions per sweep; the next sweep takes the rest
 
@@ -31,15 +31,12 @@ def sweep() -> dict[str, Any]:
         trigger=CompressionEvent.Trigger.IDLE,
         last_at__gt=OuterRef("last_activity_at"),  # a repeated decision's latest repeat
     )
-    idle = (
-        Session.objects.filter(
-            last_activity_at__lt=now - timedelta(seconds=config.idle_compact_after_seconds),
-            live_tokens__gte=config.threshold_floor_tokens,
-        )
-        .filter(Q(compressing_until__isnull=True) | Q(compressing_until__lt=now))
-        .exclude(Exists(handled))
-        .order_by("last_activity_at")[:IDLE_SWEEP_LIMIT]
-    )
+    idle = idle_since(
+        now - timedelta(seconds=config.idle_compact_after_seconds),
+        config.threshold_floor_tokens,
+        now=now,
+        leave=Exists(handled),
+    )[:IDLE_SWEEP_LIMIT]
     done = {}
     for session in idle:
         reason = (

@@ -17,7 +17,9 @@ from compression.policy import guards
 from compression.policy.triggers import Decision, record_decision, run_automatic
 from core.config import get_config
 from core.logs import task_kwargs
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
+from sessions_app.selectors.messages import last_good_summary
+from sessions_app.selectors.sessions import lock_session
 from sessions_app.services import guard_state
 from sessions_app.services.sessions import lower_context_window
 
@@ -174,14 +176,8 @@ def reset_after_exhaustion(session: Session) -> int:
     from sessions_app.services import reset_session
 
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
-        good = (
-            Message.objects.filter(
-                session=locked, active=True, is_summary=True, is_fallback_summary=False
-            )
-            .order_by("-position", "-id")
-            .first()
-        )
+        locked = lock_session(session)
+        good = last_good_summary(locked)
         archived = reset_session(
             locked,
             after_position=good.position if good is not None else None,

@@ -21,8 +21,9 @@ from compression.policy.threshold import Threshold, threshold_for
 from core.config import get_config
 from core.errors import report
 from core.logs import task_kwargs
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
 from sessions_app.selectors.context import external_context
+from sessions_app.selectors.messages import has_original_at
 from sessions_app.services import guard_state
 from sessions_app.services.errors import NotFound
 
@@ -411,10 +412,7 @@ def enqueue_requested(session: Session, memory_context: str | None = None) -> st
 
 
 def check_around(session: Session, around: int | None) -> None:
-    if (
-        around is not None
-        and not Message.objects.filter(session=session, position=around, is_summary=False).exists()
-    ):
+    if around is not None and not has_original_at(session, around):
         raise NotFound(
             f"There is no message #{around} in this session; leave 'around' empty to compress "
             "the whole middle."
