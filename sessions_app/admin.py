@@ -224,6 +224,31 @@ ERASE_COLUMNS = {
 }
 
 
+# The session's change page, group by group.
+SESSION_GROUPS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
+    (None, ("id", "title", "channel", "external_id", "message_links")),
+    ("Model", ("model", "context_window", "context_window_source")),
+    (
+        "Counters",
+        (
+            "live_messages",
+            "live_tokens",
+            "total_messages",
+            "compressions",
+            "next_position",
+            "last_prompt_tokens",
+            "last_completion_tokens",
+            "last_usage_at",
+        ),
+    ),
+    (
+        "Guard state",
+        ("cooldown_until", "thrash_lock_until", "failure_streak", "ineffective_streak"),
+    ),
+    ("Times", ("created_at", "updated_at", "last_activity_at", "last_reset_at", "archived_at")),
+)
+
+
 @admin.register(Session)
 class SessionAdmin(HermesAdmin):
     # Typed as tuples of any length: compression's admin extends them.
@@ -246,73 +271,10 @@ class SessionAdmin(HermesAdmin):
     )
     search_fields = ("id", "title", "external_id", "model")
     list_select_related = ("channel",)
-    readonly_fields: ClassVar[tuple[str, ...]] = (
-        "id",
-        "channel",
-        "external_id",
-        "model",
-        "context_window",
-        "context_window_source",
-        "live_messages",
-        "live_tokens",
-        "total_messages",
-        "compressions",
-        "next_position",
-        "last_prompt_tokens",
-        "last_completion_tokens",
-        "last_usage_at",
-        "cooldown_until",
-        "thrash_lock_until",
-        "failure_streak",
-        "ineffective_streak",
-        "created_at",
-        "updated_at",
-        "last_activity_at",
-        "last_reset_at",
-        "archived_at",
-        "message_links",
-    )
-    fieldsets = (
-        (None, {"fields": ("id", "title", "channel", "external_id", "message_links")}),
-        ("Model", {"fields": ("model", "context_window", "context_window_source")}),
-        (
-            "Counters",
-            {
-                "fields": (
-                    "live_messages",
-                    "live_tokens",
-                    "total_messages",
-                    "compressions",
-                    "next_position",
-                    "last_prompt_tokens",
-                    "last_completion_tokens",
-                    "last_usage_at",
-                )
-            },
-        ),
-        (
-            "Guard state",
-            {
-                "fields": (
-                    "cooldown_until",
-                    "thrash_lock_until",
-                    "failure_streak",
-                    "ineffective_streak",
-                )
-            },
-        ),
-        (
-            "Times",
-            {
-                "fields": (
-                    "created_at",
-                    "updated_at",
-                    "last_activity_at",
-                    "last_reset_at",
-                    "archived_at",
-                )
-            },
-        ),
+    fieldsets = tuple((name, {"fields": fields}) for name, fields in SESSION_GROUPS)
+    # Everything shown but the title is the service's to write.
+    readonly_fields: ClassVar[tuple[str, ...]] = tuple(
+        name for _, fields in SESSION_GROUPS for name in fields if name != "title"
     )
 
     actions = ["erase_sessions"]
