@@ -25,7 +25,9 @@ from sessions_app.api.schemas import (
     SessionOut,
     only_declared,
 )
-from sessions_app.models import Message, Session
+from sessions_app.models import Session
+from sessions_app.selectors.messages import rows_page
+from sessions_app.selectors.sessions import channel_sessions
 
 router = Router(tags=["sessions"])
 
@@ -59,11 +61,9 @@ class SessionListQuery(Schema):
 def list_sessions(request: ChannelRequest, query: Query[SessionListQuery]):
     """This channel's sessions, most recently active first; archived ones on request."""
     only_declared(request, SessionListQuery)
-    sessions = Session.objects.filter(channel=request.auth).select_related("channel")
-    if query.external_id is not None:
-        sessions = sessions.filter(external_id=query.external_id)
-    elif query.archived != "all":
-        sessions = sessions.filter(archived_at__isnull=query.archived == "false")
+    sessions = channel_sessions(
+        request.auth, external_id=query.external_id, archived=query.archived
+    )
     return [SessionOut.of(s) for s in sessions[query.offset : query.offset + query.limit]]
 
 
@@ -114,14 +114,7 @@ def list_messages(request: ChannelRequest, session_id: str, query: Query[Message
     """Every row of the session in order, including archived and rolled-back ones."""
     only_declared(request, MessageListQuery)
     session = _session(request, session_id)
-    rows = Message.objects.filter(session=session)
-    if query.kind:
-        rows = rows.of_kind(query.kind)
-    if query.after is not None:
-        rows = rows.filter(position__gt=query.after)
-    page = list(rows.order_by("position")[: query.limit + 1])
-    more = len(page) > query.limit
-    page = page[: query.limit]
+    page, more = rows_page(session, kind=query.kind, after=query.after, limit=query.limit)
     return {
         "items": [MessageOut.of(m) for m in page],
         "next_after": page[-1].position if more else None,

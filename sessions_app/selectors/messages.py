@@ -138,3 +138,17 @@ def last_position(session: Session) -> int:
     """The session's highest position, -1 while it has no row."""
     found = Message.objects.filter(session=session).aggregate(p=Max("position"))["p"]
     return -1 if found is None else found
+
+
+def rows_page(
+    session: Session, *, kind: str | None = None, after: int | None = None, limit: int = 100
+) -> tuple[list[Message], bool]:
+    """Up to ``limit`` of the session's rows of ``kind`` (every kind for None) after position
+    ``after``, in order, and whether more follow."""
+    rows = Message.objects.filter(session=session)
+    if kind:
+        rows = rows.of_kind(kind)
+    if after is not None:
+        rows = rows.filter(position__gt=after)
+    page = list(rows.order_by("position")[: limit + 1])
+    return page[:limit], len(page) > limit

@@ -68,3 +68,17 @@ def idle_since(
     if leave is not None:
         idle = idle.exclude(leave)
     return idle.order_by("last_activity_at")
+
+
+def channel_sessions(
+    channel: Channel, *, external_id: str | None = None, archived: str = "false"
+) -> QuerySet[Session]:
+    """The channel's sessions, most recently active first (the model's order): the one with
+    ``external_id`` whatever ``archived`` says, else archived ones left out ("false"), only
+    them ("true") or both ("all")."""
+    sessions = Session.objects.filter(channel=channel).select_related("channel")
+    if external_id is not None:
+        return sessions.filter(external_id=external_id)
+    if archived != "all":
+        sessions = sessions.filter(archived_at__isnull=archived == "false")
+    return sessions
