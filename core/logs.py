@@ -70,6 +70,22 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class WithoutTraceback(logging.Filter):
+    """For what a client did wrong and Django logs with its traceback (``django.security.*``: a
+    ``Host`` header this service does not answer to, which every scanner sends): one line, as a
+    warning. On the handler, since a logger's filters do not see its children's records."""
+
+    PREFIX = "django.security."
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.PREFIX):
+            return True
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 # LogRecord's own attributes: everything else on a record came from ``extra=``.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 

@@ -160,9 +160,26 @@ class ApiErrorsAsJson:
         return answer
 
 
+def _json_error(status: int, detail: str) -> HttpResponse:
+    return HttpResponse(
+        json.dumps({"detail": detail}, ensure_ascii=False),
+        status=status,
+        content_type="application/json",
+    )
+
+
+def is_json(content_type: str) -> bool:
+    """``application/json``, or a ``+json`` type, whatever its parameters."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
 class ApiBodyLimit:
-    """Reads an API request's body up front so that one over ``server.max_request_bytes``
-    answers a JSON 413 instead of Django's HTML 400 from deep inside the framework."""
+    """Reads an API request's body up front, so that one over ``server.max_request_bytes``
+    answers a JSON 413 instead of Django's HTML 400 from deep inside the framework, and one
+    that is not JSON answers 415 instead of being parsed as JSON whatever it says it is."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -170,15 +187,20 @@ class ApiBodyLimit:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith(API_PREFIX) and request.method in ("POST", "PUT", "PATCH"):
             try:
-                request.body  # noqa: B018 - Django enforces DATA_UPLOAD_MAX_MEMORY_SIZE here
+                body = request.body  # Django enforces DATA_UPLOAD_MAX_MEMORY_SIZE here
             except RequestDataTooBig:
                 limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-                detail = (
+                return _json_error(
+                    413,
                     f"The request body is over {limit:,} bytes (server.max_request_bytes); "
-                    "send fewer messages per request."
+                    "send fewer messages per request.",
                 )
-                return HttpResponse(
-                    json.dumps({"detail": detail}), status=413, content_type="application/json"
+            given = request.content_type or ""
+            if body and not is_json(request.META.get("CONTENT_TYPE", "")):
+                return _json_error(
+                    415,
+                    f"The body is {given or 'of no declared type'}; the API takes JSON: send "
+                    "it with 'Content-Type: application/json'.",
                 )
         return self.get_response(request)
 

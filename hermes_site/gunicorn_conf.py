@@ -19,7 +19,11 @@ _server = load_config(config_path(Path(__file__).resolve().parent.parent)).serve
 wsgi_app = "hermes_site.wsgi:application"
 bind = [os.environ.get("HERMES_ADDR") or _server.bind]
 workers = _server.web_workers
-worker_class = "gthread"
+# gunicorn's threads, answering what it refuses itself (a request line too long) as JSON.
+worker_class = "hermes_site.gunicorn_worker.JsonErrorsWorker"
+# The longest request line gunicorn takes (its maximum): every GET the API documents fits but a
+# search for 1,000 CJK characters, percent-encoded 9 bytes each; POST /api/v1/search takes that.
+limit_request_line = 8190
 threads = _server.web_threads
 # SIGTERM: stop accepting, let requests in flight finish for this long, then stop the workers.
 # One second less than the whole stop budget, which the parent (manage.py serve) enforces.

@@ -239,12 +239,16 @@ Q_CLUSTER = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "core.logs.RequestIdFilter"},
+        "without_traceback": {"()": "core.logs.WithoutTraceback"},
+    },
     "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "filters": ["request_id"],
+            # A bad Host header and Django's other "suspicious" requests: one line, no traceback.
+            "filters": ["request_id", "without_traceback"],
             **({"formatter": "json"} if _server.log_format == "json" else {}),
         }
     },

@@ -1,4 +1,5 @@
-"""``GET /api/v1/search``: recall for gateways, limited to the key's own channel."""
+"""``GET /api/v1/search`` (and ``POST``, for long queries): recall for gateways, limited to the
+key's own channel."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, Hit, InvalidQuery, SearchResult, search
 from sessions_app.api.auth import READ, ChannelRequest
-from sessions_app.api.schemas import ErrorOut, only_declared
+from sessions_app.api.schemas import ERRORS, only_declared
 from sessions_app.services import InvalidInput
 
 router = Router(tags=["search"])
@@ -146,12 +147,43 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
 
 @router.get(
     "/search",
-    response={200: SearchOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 503: ErrorOut},
+    response={200: SearchOut, **{code: ERRORS[code] for code in (401, 403, 422, 503)}},
     auth=READ,
 )
 def search_messages(request: ChannelRequest, query: Query[SearchQuery]):
-    """Full-text recall over live, summary and archived messages of this channel's sessions."""
+    """Full-text recall over live, summary and archived messages of this channel's sessions.
+    A query string is limited to gunicorn's 8,190-byte request line: a long CJK query goes as
+    `POST /search`."""
     only_declared(request, SearchQuery)
+    return _search(request, query)
+
+
+class SearchBody(SearchQuery):
+    """`GET /search`'s parameters as a JSON object; a filter may also be null (not given)."""
+
+    session: UUID | None = None  # type: ignore[assignment]
+    role: Literal["system", "user", "assistant", "tool"] | None = None  # type: ignore[assignment]
+    kind: Literal["live", "summary", "archived"] | None = None  # type: ignore[assignment]
+    since: datetime | None = Field(  # type: ignore[assignment]
+        None, description=SearchQuery.model_fields["since"].description
+    )
+    until: datetime | None = Field(  # type: ignore[assignment]
+        None, description=SearchQuery.model_fields["until"].description
+    )
+    before: int | None = Field(  # type: ignore[assignment]
+        None, ge=1, le=2**63 - 1, description=SearchQuery.model_fields["before"].description
+    )
+
+
+@router.post("/search", response={200: SearchOut, **ERRORS}, auth=READ)
+def search_messages_by_body(request: ChannelRequest, payload: SearchBody):
+    """The same search with its parameters in a JSON body, for a query too long for a URL (up
+    to its 1,000 characters, whatever the script) or a client that builds structured requests.
+    Answers as `GET /search` does."""
+    return _search(request, payload)
+
+
+def _search(request: ChannelRequest, query: SearchQuery) -> dict:
     filters = Filters(
         session_id=query.session,
         channel_id=request.auth.pk,

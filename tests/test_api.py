@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
 
 from sessions_app.keys import revoke_key
@@ -501,3 +504,57 @@ def test_answers_are_utf8_json_that_shows_chinese_as_chinese_not_escapes(gateway
     assert "数据库迁移".encode() in opened.content
     assert "用Django写代码".encode() in answers[3].content
     assert "数据".encode() in answers[5].content and b"request_id" in answers[5].content
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
+def test_a_body_that_is_not_json_is_a_json_415_and_nothing_is_stored(gateway, content_type):
+    sid = gateway.open()["id"]
+    before = snapshot(sid)
+    body = json.dumps({"messages": [{"role": "user", "content": "hello"}]})
+    response = gateway.client.post(
+        f"/api/v1/sessions/{sid}/messages",
+        body,
+        content_type=content_type,
+        **gateway._headers(),
+    )
+    assert response.status_code == 415
+    assert response["Content-Type"].startswith("application/json")
+    assert "Content-Type: application/json" in response.json()["detail"]
+    assert snapshot(sid) == before
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "application/json; charset=utf-8", "application/merge-patch+json"],
+)
+def test_a_json_body_is_taken_whatever_its_json_type_says(gateway, content_type):
+    sid = gateway.open()["id"]
+    response = gateway.client.post(
+        f"/api/v1/sessions/{sid}/messages",
+        json.dumps({"messages": [{"role": "user", "content": "hello"}]}),
+        content_type=content_type,
+        **gateway._headers(),
+    )
+    assert response.status_code == 201, response.content
+
+
+def test_a_bad_host_header_is_a_json_400_and_one_log_line_without_a_traceback(gateway, caplog):
+    """Django logs it as an error with its traceback; the service's handler writes one line."""
+    with caplog.at_level("WARNING"):
+        response = gateway.client.get(
+            "/api/v1/sessions", HTTP_HOST="scanner.example", **gateway._headers()
+        )
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["detail"]
+    records = [r for r in caplog.records if r.name.startswith("django.security")]
+    assert len(records) == 1 and "scanner.example" in records[0].getMessage()
+    # What the service's own log handler (settings.LOGGING's console) writes of it.
+    (console,) = [h for h in logging.getLogger().handlers if h.get_name() == "console"]
+    record = records[0]
+    assert console.filter(record)
+    line = console.format(record)
+    assert "scanner.example" in line and "\n" not in line and "Traceback" not in line
+    assert record.levelname == "WARNING"

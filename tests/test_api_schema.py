@@ -149,7 +149,7 @@ def test_the_schema_states_the_rules_it_can(client):
             statuses = set(operation["responses"])
             assert {"401", "422", "503"} <= statuses, (method, path)
             if method == "post":
-                assert {"400", "404", "409", "413"} <= statuses, (method, path)
+                assert {"400", "404", "409", "413", "415"} <= statuses, (method, path)
 
 
 def test_json_booleans_and_integers_are_strict(gateway):

@@ -4,11 +4,13 @@ loopback summary model, and a gateway speaking HTTP. Nothing is faked in-process
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -105,3 +107,40 @@ def test_a_gateway_compresses_through_the_real_worker_and_finds_the_originals(se
     assert "archived" in kinds
     status, cjk = _call("GET", f"{base}/search?q=%E7%BC%93%E5%AD%98", key)  # 缓存
     assert cjk["index"] == "bigram" and cjk["hits"]
+
+
+def test_what_gunicorn_refuses_before_django_is_answered_as_json(service):
+    """A search too long for a URL, a request line that is not HTTP and a Host this service
+    does not answer to, sent to the real web server: each a JSON answer a client can show."""
+    base, key, _ = service
+    q = urllib.parse.quote("缓存失效" * 250)  # 1,000 CJK characters: 9,000 bytes encoded
+    status, body = _call("GET", f"{base}/search?q={q}", key)
+    assert status == 414
+    assert "POST /api/v1/search" in body["detail"]
+    status, body = _call("POST", f"{base}/search", key, {"q": "缓存失效" * 250})
+    assert status == 200 and len(body["query"]) == 1_000
+    # The longest GET gunicorn takes still carries every ASCII query the API allows.
+    status, body = _call("GET", f"{base}/search?q={'x' * 1_000}", key)
+    assert status == 200, body
+
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(b"NOT AN HTTP REQUEST\r\n\r\n")  # gunicorn closes after its answer
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"400", answer
+    assert b"content-type: application/json" in head.lower(), answer
+    assert json.loads(payload)["detail"]
+
+    web = http.client.HTTPConnection(host, int(port), timeout=30)
+    web.putrequest("GET", "/api/v1/sessions", skip_host=True)
+    web.putheader("Host", "scanner.example")
+    web.putheader("Authorization", f"Bearer {key}")
+    web.endheaders()
+    refused = web.getresponse()
+    assert refused.status == 400
+    assert refused.getheader("Content-Type").startswith("application/json")
+    assert json.loads(refused.read())["detail"]
+    web.close()

@@ -315,6 +315,56 @@ def test_bad_search_input_is_a_clear_422(gateway, params, fragment):
     assert fragment in response.json()["detail"]
 
 
+def test_bad_search_input_by_post_is_the_same_422(gateway):
+    params = {"q": "a", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}
+    for body, fragment in [
+        (params, "since"),
+        ({"q": "x" * 1_001}, "limit is 1,000"),
+        ({"q": "a", "limit": 0}, "limit"),
+        ({"q": "a", "color": "red"}, "color"),
+        ({}, "q"),
+    ]:
+        response = gateway.post("/search", body)
+        assert response.status_code == 422, (body, response.content)
+        assert fragment in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "quokka"},
+        {"q": "缓存失效", "window": 1},
+        {"q": "quokka", "role": "user", "limit": 1, "offset": 0},
+        {"q": "kubernetes", "kind": "archived"},
+    ],
+)
+def test_post_search_answers_as_get_search_does(gateway, planted, params):
+    by_get = found(gateway, **params)
+    response = gateway.post("/search", params)
+    assert response.status_code == 200, response.content
+    by_post = response.json()
+    for answer in (by_get, by_post):
+        answer.pop("request_id", None)
+    assert by_post == by_get
+    assert by_get["hits"] or params["q"] == "kubernetes"
+
+
+def test_post_search_takes_nulls_for_filters_it_does_not_use(gateway, planted):
+    body = {"q": "quokka", "session": None, "role": None, "since": None, "before": None}
+    response = gateway.post("/search", body)
+    assert response.status_code == 200, response.content
+    assert response.json()["hits"] == found(gateway, "quokka")["hits"]
+
+
+def test_a_thousand_cjk_characters_are_searched_by_post(gateway, planted):
+    """Percent-encoded, 1,000 CJK characters are 9,000 bytes: over the longest request line a
+    web server takes (gunicorn's 8,190), so a long query goes in a body."""
+    q = ("缓存失效" * 250)[:1_000]
+    response = gateway.post("/search", {"q": q})
+    assert response.status_code == 200, response.content
+    assert response.json()["query"] == q
+
+
 @pytest.mark.parametrize(
     "q",
     [

@@ -304,7 +304,11 @@ def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path
                 "print(cfg.workers, cfg.threads, cfg.worker_class_str)"
             )
             master_env = dict(e.decode().split("=", 1) for e in environ if b"=" in e)
-            assert python("-c", script, env=master_env).split() == ["3", "7", "gthread"]
+            assert python("-c", script, env=master_env).split() == [
+                "3",
+                "7",
+                "hermes_site.gunicorn_worker.JsonErrorsWorker",
+            ]
             assert "(3 web processes x 7 threads" in served.output()
         finally:
             code, _ = served.stop(signal.SIGTERM)

@@ -422,6 +422,7 @@ ERRORS = {
     404: ErrorOut,
     409: ErrorOut,
     413: ErrorOut,
+    415: ErrorOut,  # a body that is not JSON (core.middleware.ApiBodyLimit)
     422: ErrorOut,
     503: ErrorOut,
 }
