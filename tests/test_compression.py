@@ -323,7 +323,7 @@ def test_every_failure_falls_back_to_a_labelled_local_summary(
     assert summary.is_fallback_summary
     assert "FALLBACK SUMMARY" in summary.content
     assert "## Scope" in summary.content and "user: Question" in summary.content
-    assert len(summary.content) < 8_000 + 1_000
+    assert len(summary.content) <= 8_000  # L4: the summary as stored, its wrapping included
     session.refresh_from_db()
     assert session.failure_streak == 1 and session.cooldown_until is not None
     assert originals_digest(session) == before
@@ -572,6 +572,31 @@ def test_a_good_manual_compression_ends_the_failure_streak_and_the_cooldown(
     assert session.failure_streak == 0 and session.cooldown_until is None
 
 
+@pytest.mark.parametrize(
+    ("turns", "size", "limit"),
+    [
+        (12, 40, 8_000),
+        (60, 400, 8_000),
+        (140, 120, 8_000),
+        (30, 2_000, 8_000),
+        (80, 300, 2_500),
+        (200, 50, 1_200),
+        (25, 5_000, 20_000),
+    ],
+)
+def test_the_fallback_summary_as_stored_keeps_to_its_limit_wrapping_and_all(
+    channel, hermes_config, turns, size, limit
+):
+    """L4: at most ``fallback_summary_max_chars`` -- the marker, the fallback note and the note
+    on the positions it covers included -- whatever the span's length and the limit."""
+    hermes_config(compression={"fallback_summary_max_chars": limit})  # no model: local
+    session = make_session(channel, turns=turns, size=size)
+    assert compress(session, max_passes=1).outcome == "fallback"
+    summary = Message.objects.get(session=session, is_summary=True)
+    assert len(summary.content) <= limit, len(summary.content)
+    assert summary.content.startswith(SUMMARY_PREFIX)
+
+
 def test_the_fallback_summary_covers_the_whole_span_not_its_end(channel, hermes_config):
     hermes_config()  # no summary model: the local summary
     session = make_session(channel, turns=140, size=120)  # 560 messages
@@ -579,7 +604,7 @@ def test_the_fallback_summary_covers_the_whole_span_not_its_end(channel, hermes_
     assert result.outcome == "fallback"
     summary = Message.objects.get(session=session, is_summary=True)
     text = summary.content
-    assert len(text) < 8_000 + 1_000
+    assert len(text) <= 8_000  # L4
     covered = range(summary.covers_from_position, summary.covers_to_position + 1)
     assert f"(#{covered[0]} to #{covered[-1]})" in text
     # Asks from the first, middle and last tenth of the span are all told.

@@ -278,7 +278,7 @@ def _summarise(
     error = ""
     failure_kind = ""
     if model.configured and not use_model:
-        text, fallback, model_name = _local(selection, config), True, "local"
+        text, fallback, model_name = _local(selection, config, session.recall_tool), True, "local"
         error = "the summary model failed earlier in this run; local summary used"
     elif model.configured:
         try:
@@ -306,9 +306,9 @@ def _summarise(
                     attempt=attempt_no,
                 )
                 return PassResult(Outcome.FAILED, event, model_failed=True)
-            text, fallback, model_name = _local(selection, config), True, ""
+            text, fallback, model_name = _local(selection, config, session.recall_tool), True, ""
     else:
-        text, fallback, model_name = _local(selection, config), True, ""
+        text, fallback, model_name = _local(selection, config, session.recall_tool), True, ""
         error = "no summary model configured (auxiliary.compression); local summary used"
 
     return _write_back(
@@ -332,9 +332,15 @@ def _counter(session: Session):
     return lambda text: tokens.count_message({"role": "user", "content": text}, session.model)
 
 
-def _local(selection: Selection, config) -> str:
+def _local(selection: Selection, config, tool: str) -> str:
+    """The local summary, its wrapping (with the note on the positions it covers) included in
+    ``fallback_summary_max_chars``."""
+    covers = (selection.middle[0].position, selection.middle[-1].position)
+    wrapping = prompts.wrapping_chars(fallback=True, covers=covers, tool=tool)
     return local_summary(
-        selection.chat, selection.previous_summaries, config.fallback_summary_max_chars
+        selection.chat,
+        selection.previous_summaries,
+        max(1, config.fallback_summary_max_chars - wrapping),
     )
 
 

@@ -204,6 +204,14 @@ def wrap_summary(
     return f"{SUMMARY_PREFIX}\n\n{inner.strip()}\n\n{SUMMARY_SUFFIX}"
 
 
+def wrapping_chars(
+    *, fallback: bool, covers: tuple[int, int] | None = None, tool: str = "session_search"
+) -> int:
+    """What ``wrap_summary`` adds to a text: a local summary leaves room for it, so that the
+    summary as stored keeps to ``fallback_summary_max_chars`` (L4)."""
+    return len(wrap_summary("x", fallback=fallback, covers=covers, tool=tool)) - 1
+
+
 def summary_role(previous: Message | None, following: Message | None) -> Placement:
     """The role a summary between these rows is written with: the store's placement rule
     (``place_summary``), which the live context applies again, to the neighbours it has then,

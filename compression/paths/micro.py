@@ -78,7 +78,8 @@ def _summarise(chat: list[Message], previous: list[Message], target: int) -> tup
             return result.text, False, result.model
         except SummaryFailed as failed:
             logger.warning("micro-compaction summary failed: %s", failed)
-    return local_summary(chat, previous, config.fallback_summary_max_chars), True, "local"
+    room = config.fallback_summary_max_chars - prompts.wrapping_chars(fallback=True)
+    return local_summary(chat, previous, max(1, room)), True, "local"
 
 
 def micro_compact(session: Session) -> MicroResult:
