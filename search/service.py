@@ -183,6 +183,12 @@ def search(
             result.scan_reached = answer.reached
             result.next_before = answer.reached
             result.has_more = True
+    if rolled:
+        # Rolled-back rows (operators only) are found by a scan, and count among the matches.
+        result.index = result.index or "scan"
+        more = len(rolled) > limit
+        result.total += offset + min(len(rolled), limit) + more  # as the scan counts
+        result.total_exact = result.total_exact and not more
     result.lookup_seconds = time.perf_counter() - started
     ordered = [(pk, score, False) for pk, score in page]
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]

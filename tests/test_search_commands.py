@@ -50,6 +50,25 @@ def test_search_json_has_the_api_shape(session):
     assert {"excerpt_html", "window", "bookmarks"} <= body["hits"][0].keys()
 
 
+def test_search_json_is_what_the_api_answers_times_in_utc_with_z_and_no_queue_chatter(
+    session, capfd
+):
+    out, err = run("search", "nginx", "--json", "--window", "1")
+    body = json.loads(out)
+    created = body["hits"][0]["message"]["created_at"]
+    assert created.endswith("Z") and "T" in created, created
+    assert all(row["created_at"].endswith("Z") for row in body["hits"][0]["window"])
+    assert isinstance(body["hits"][0]["session"]["id"], str)
+    assert body["total"] == 2 and body["total_exact"] is True
+    assert err == "" and "Enqueued" not in capfd.readouterr().err
+
+
+def test_rolled_back_hits_count_in_the_total_and_name_the_scan(session):
+    body = json.loads(run("search", "flamingo", "--include-rolled-back", "--json")[0])
+    assert len(body["hits"]) == 1 and body["hits"][0]["rolled_back"] is True
+    assert body["total"] == 1 and body["index"] == "scan"
+
+
 def test_search_can_include_rolled_back_rows(session):
     assert run("search", "flamingo")[0].startswith("No hits")
     out, _ = run("search", "flamingo", "--include-rolled-back")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from uuid import UUID
@@ -39,6 +40,16 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the API's JSON shape.")
 
     def handle(self, *args, **options) -> None:
+        # A search queues its ranking refreshes; the queue's "Enqueued" lines are not output.
+        queue_log = logging.getLogger("django-q")
+        level = queue_log.level
+        queue_log.setLevel(logging.WARNING)
+        try:
+            self._search(options)
+        finally:
+            queue_log.setLevel(level)
+
+    def _search(self, options) -> None:
         filters = Filters(
             session_id=options["session"],
             role=options["role"],
@@ -68,15 +79,15 @@ class Command(BaseCommand):
         except InvalidQuery as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
-            from search.api import serialize
+            from ninja.responses import NinjaJSONEncoder
 
+            from search.api import SearchOut, serialize
+
+            # Through the API's own schema and encoder: the same fields, ISO 8601 times in UTC
+            # with "Z", ids as strings.
+            answer = SearchOut.model_validate(serialize(result, options["limit"], 0))
             self.stdout.write(
-                json.dumps(
-                    serialize(result, options["limit"], 0),
-                    default=str,
-                    ensure_ascii=False,
-                    indent=2,
-                )
+                json.dumps(answer.model_dump(), cls=NinjaJSONEncoder, ensure_ascii=False, indent=2)
             )
             return
         tried = " → ".join(result.tried) or "nothing: the query has no searchable text"
