@@ -102,6 +102,27 @@ def test_an_unknown_key_is_named_with_the_allowed_keys():
     assert "threshold" in message.split("allowed keys here:")[1]
 
 
+@pytest.mark.parametrize(
+    ("data", "suggested"),
+    [
+        ({"compression": {"treshold": 0.5}}, "compression.threshold"),
+        ({"compression": {"threshold_token": 9}}, "compression.threshold_tokens"),
+        ({"compresion": {}}, "compression"),
+        ({"server": {"bnd": "127.0.0.1:1"}}, "server.bind"),
+        ({"server": {"metrics_tokn": "x"}}, "server.metrics_token"),
+        ({"recall": {"excerpt_char": 10}}, "recall.excerpt_chars"),
+    ],
+)
+def test_a_config_typo_suggests_the_nearest_key(data, suggested):
+    message = _error(data)
+    assert f"(did you mean `{suggested}`?)" in message
+
+
+def test_a_key_like_nothing_suggests_nothing():
+    message = _error({"server": {"qqqqqqq": 1}})
+    assert "server.qqqqqqq: unknown key; allowed keys here:" in message
+
+
 def test_an_unknown_section_is_named():
     message = _error({"compresion": {}})
     assert "compresion: unknown key" in message
