@@ -222,3 +222,17 @@ def record_reset(
         tokens_after=session.live_tokens,
         rows_archived=archived,
     )
+
+
+def events_page(
+    session: Session, *, before: int | None = None, limit: int = 50, decisions: bool = False
+) -> tuple[list[CompressionEvent], bool]:
+    """Up to ``limit`` of the session's events older than event ``before``, newest first, and
+    whether older ones follow; the triggers' decisions only with ``decisions``."""
+    events = CompressionEvent.objects.filter(session=session)
+    if not decisions:
+        events = events.exclude(outcome__in=CompressionEvent.DECISIONS)
+    if before is not None:
+        events = events.filter(pk__lt=before)
+    page = list(events.order_by("-id")[: limit + 1])
+    return page[:limit], len(page) > limit

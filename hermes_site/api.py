@@ -17,6 +17,7 @@ from ninja.renderers import JSONRenderer
 
 from agent.api import router as agent_router
 from compression.api import router as compression_router
+from compression.api_events import router as events_router
 from core.errors import report
 from search.api import router as search_router
 from search.query import MAX_QUERY_CHARS
@@ -53,6 +54,7 @@ api = NinjaAPI(
 api.add_router("/", sessions_router)
 api.add_router("/", memory_router)
 api.add_router("/", compression_router)
+api.add_router("/", events_router)
 api.add_router("/", agent_router)
 api.add_router("/", search_router)
 

@@ -197,3 +197,59 @@ def test_a_background_compression_that_raises_is_a_failed_event_on_the_timeline_
     assert error_id in timeline  # the one line, with the id that finds the traceback in the log
     dashboard = admin_client.get(pages["dashboard"]).content.decode()
     assert "<strong>1</strong> failure" in dashboard
+
+
+# --- GET /api/v1/sessions/{id}/events ----------------------------------------------------------
+
+
+def test_the_events_api_pages_a_sessions_compressions_newest_first(gateway):
+    sid = gateway.open(system_prompt="sys")["id"]
+    session = Session.objects.get(pk=sid)
+    written = [
+        record_event(
+            session,
+            CompressionEvent.Trigger.MANUAL_API,
+            outcome,
+            f"event {n}",
+            tokens_after=100 + n,
+            messages_after=3,
+            rows_archived=n,
+        )
+        for n, outcome in enumerate([Outcome.COMPRESSED, Outcome.FALLBACK, Outcome.FAILED] * 3)
+    ]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [{"role": "user", "content": "hi"}]})
+    seen, before = [], None
+    while True:
+        params = {"limit": 4} | ({"before": before} if before else {})
+        response = gateway.get(f"/sessions/{sid}/events", **params)
+        assert response.status_code == 200, response.content
+        body = response.json()
+        seen += body["items"]
+        before = body["next_before"]
+        if before is None:
+            break
+    assert [e["id"] for e in seen] == [e.pk for e in reversed(written)]
+    newest = seen[0]
+    assert newest["reason"] == "event 8" and newest["outcome"] == "failed"
+    assert newest["trigger"] == "manual_api" and newest["tokens_after"] == 108
+    assert newest["rows_archived"] == 8 and newest["created_at"].endswith("Z")
+    assert {"tokens_before", "messages_before", "error", "duration_ms", "path"} <= newest.keys()
+    # The append's decision (skipped: under the threshold) is shown only when asked for.
+    decisions = gateway.get(f"/sessions/{sid}/events", decisions="true").json()["items"]
+    assert decisions[0]["outcome"] == "skipped" and decisions[0]["repeats"] >= 1
+    assert len(decisions) == len(written) + 1
+
+
+def test_another_channels_events_are_not_found_and_bad_paging_is_a_422(gateway, make_gateway):
+    sid = gateway.open()["id"]
+    other = make_gateway("slack")
+    assert other.get(f"/sessions/{sid}/events").status_code == 404
+    for params, fragment in [
+        ({"limit": 0}, "limit"),
+        ({"limit": 201}, "limit"),
+        ({"before": 0}, "before"),
+        ({"after": 3}, "after"),
+    ]:
+        response = gateway.get(f"/sessions/{sid}/events", **params)
+        assert response.status_code == 422, (params, response.content)
+        assert fragment in response.json()["detail"]
