@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.text import counted
 from search import fts
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -198,7 +199,8 @@ def _verify_sqlite(path: Path, expected: tuple[int, int] | None) -> Verification
                 f"{expected[0]} and {expected[1]} when it was copied"
             )
         checks.append(
-            f"row counts match the source at the snapshot: {messages} messages, {sessions} sessions"
+            "row counts match the source at the snapshot: "
+            f"{counted(messages, 'message')}, {counted(sessions, 'session')}"
         )
     return Verification(messages, sessions, checks)
 
@@ -416,7 +418,8 @@ def verify_pg(
                 f"{expected[0]} and {expected[1]} at the dump's snapshot"
             )
         checks.append(
-            f"row counts match the source at the snapshot: {messages} messages, {sessions} sessions"
+            "row counts match the source at the snapshot: "
+            f"{counted(messages, 'message')}, {counted(sessions, 'session')}"
         )
     return Verification(messages, sessions, checks)
 

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 from tqdm import tqdm
 
+from core.text import counted
 from hermes_site.upkeep import backup
 
 
@@ -49,7 +50,8 @@ class Command(BaseCommand):
         size = target.stat().st_size
         self.stdout.write(
             f"Backup written to {target} ({size / 1_048_576:.1f} MiB): "
-            f"{verification.messages} messages, {verification.sessions} sessions."
+            f"{counted(verification.messages, 'message')}, "
+            f"{counted(verification.sessions, 'session')}."
         )
 
     def _sqlite(self, source: Path, partial: Path, quiet: bool, db: Mapping) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from core.text import counted
 from hermes_site.upkeep import backup
 
 
@@ -44,7 +45,7 @@ class Command(BaseCommand):
         if aside is not None and aside.exists():
             self.stdout.write(f"The previous database was moved to {aside}.")
         self.stdout.write(
-            f"Restored {source}: {verification.messages} messages, "
-            f"{verification.sessions} sessions. Run manage.py migrate if the backup is older "
-            "than this version, then start the service."
+            f"Restored {source}: {counted(verification.messages, 'message')}, "
+            f"{counted(verification.sessions, 'session')}. Run manage.py migrate if the backup "
+            "is older than this version, then start the service."
         )
