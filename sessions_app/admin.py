@@ -360,17 +360,7 @@ class SessionAdmin(HermesAdmin):
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:
-        now = timezone.now()
-        states = []
-        if obj.compressing_until and obj.compressing_until > now:
-            states.append("compressing")
-        if obj.cooldown_until and obj.cooldown_until > now:
-            states.append(f"cooldown until {timezone.localtime(obj.cooldown_until):%H:%M}")
-        if obj.thrash_lock_until and obj.thrash_lock_until > now:
-            states.append(f"locked until {timezone.localtime(obj.thrash_lock_until):%H:%M}")
-        if obj.failure_streak:
-            states.append(f"{obj.failure_streak} failure(s) in a row")
-        return ", ".join(states) or "—"
+        return obj.guards().describe() or "—"
 
     @admin.display(description="messages")
     def message_links(self, obj: Session) -> str:

@@ -17,9 +17,14 @@ so reading them is one primary-key lookup however long the session grows.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db import models
 from django.db.models import Q
+
+if TYPE_CHECKING:
+    from sessions_app.guards import Guards
 
 
 class Channel(models.Model):
@@ -164,7 +169,14 @@ class Session(models.Model):
         indexes = [models.Index(fields=["channel", "-last_activity_at"])]
 
     def __str__(self) -> str:
-        return self.title or str(self.id)
+        """What a person knows it by: its title, else the gateway's id for it, else its own."""
+        return self.title or self.external_id or str(self.id)
+
+    def guards(self, now: datetime | None = None) -> Guards:
+        """The guards holding it at ``now``: a time that has passed holds nothing."""
+        from sessions_app.guards import guards_of
+
+        return guards_of(self, now)
 
 
 class MessageQuerySet(models.QuerySet["Message"]):

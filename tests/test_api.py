@@ -58,6 +58,8 @@ def test_opening_a_session_answers_201_with_counters_and_guard_state(gateway):
     assert body["guard"] == {
         "cooldown_until": None,
         "thrash_lock_until": None,
+        "cooling_down": False,
+        "thrash_locked": False,
         "failure_streak": 0,
         "ineffective_streak": 0,
     }

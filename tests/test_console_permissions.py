@@ -220,7 +220,7 @@ def test_the_guard_state_filter_shows_who_is_held_back(world, admin_client):
         Session.objects.filter(pk=one.pk).update(**fields)
         page = admin_client.get(url, {"state": state}).content.decode()
         assert str(one.pk) in page and str(calm.pk) not in page, state
-    assert "cooldown until" in cooling and "2 failure(s) in a row" in cooling
+    assert "cooldown until" in cooling and "2 failures in a row" in cooling
 
 
 def test_the_dashboard_counts_every_held_session_and_lists_the_first_fifty(world, admin_client):
@@ -243,3 +243,34 @@ def test_the_channel_list_counts_keys_and_sessions_in_one_query(
     with django_assert_max_num_queries(8):
         page = admin_client.get(reverse("admin:sessions_app_channel_changelist"))
     assert page.status_code == 200
+
+
+def test_a_guard_whose_time_has_passed_holds_nothing_on_any_page_or_in_the_api(world, admin_client):
+    """The timeline, the dashboard, the admin and the API read the same guards: a cooldown and
+    a lock that ended four minutes ago are shown as over (not in red, not "until")."""
+    session, key = world
+    past = timezone.now() - timedelta(minutes=4)
+    Session.objects.filter(pk=session.pk).update(cooldown_until=past, thrash_lock_until=past)
+    timeline = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    assert "cooldown until" not in timeline and "lock until" not in timeline
+    assert '<p class="hint" id="guards">Guards: 2 failures in a row.</p>' in timeline
+    dashboard = admin_client.get(reverse("console:dashboard")).content.decode()
+    assert str(session) not in dashboard.split("Sessions in cooldown")[1].split("</ul>")[0]
+    admin = admin_client.get(reverse("admin:sessions_app_session_changelist")).content.decode()
+    assert "cooldown until" not in admin and "lock until" not in admin
+    answer = (
+        Client()
+        .get(f"/api/v1/sessions/{session.pk}", HTTP_AUTHORIZATION=f"Bearer {key}")
+        .json()["guard"]
+    )
+    assert answer["cooling_down"] is False and answer["thrash_locked"] is False
+    # Still held: red, with its time.
+    Session.objects.filter(pk=session.pk).update(cooldown_until=timezone.now() + timedelta(hours=1))
+    timeline = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    assert '<p class="errors" id="guards">Guards: cooldown until' in timeline
+    answer = (
+        Client()
+        .get(f"/api/v1/sessions/{session.pk}", HTTP_AUTHORIZATION=f"Bearer {key}")
+        .json()["guard"]
+    )
+    assert answer["cooling_down"] is True

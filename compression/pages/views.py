@@ -87,6 +87,7 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
         "console/timeline.html",
         {
             "session": session,
+            "guards": session.guards(),
             "follow": _event_id(request.GET.get("follow")),
             "landed": CompressionEvent.objects.filter(
                 session=session,

@@ -75,8 +75,15 @@ class Usage(Schema):
 
 
 class Guard(Schema):
-    cooldown_until: datetime | None
-    thrash_lock_until: datetime | None
+    cooldown_until: datetime | None = Field(
+        description="The last cooldown set; it holds only while in the future (`cooling_down`)."
+    )
+    thrash_lock_until: datetime | None = Field(
+        description="The last anti-thrash lock set; it holds only while in the future "
+        "(`thrash_locked`)."
+    )
+    cooling_down: bool = Field(description="A cooldown holds automatic compression now.")
+    thrash_locked: bool = Field(description="The anti-thrash lock holds it now.")
     failure_streak: int
     ineffective_streak: int
 
@@ -108,6 +115,7 @@ class SessionOut(Schema):
 
     @staticmethod
     def of(session: Session) -> dict[str, Any]:
+        guards = session.guards()
         return {
             "id": session.id,
             "channel": session.channel.name,
@@ -130,6 +138,8 @@ class SessionOut(Schema):
             "guard": {
                 "cooldown_until": session.cooldown_until,
                 "thrash_lock_until": session.thrash_lock_until,
+                "cooling_down": guards.cooling_until is not None,
+                "thrash_locked": guards.locked_until is not None,
                 "failure_streak": session.failure_streak,
                 "ineffective_streak": session.ineffective_streak,
             },
