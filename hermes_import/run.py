@@ -14,6 +14,7 @@ import yaml
 from django.db import DatabaseError, connection
 
 from core.config import ConfigError, parse_config
+from core.text import counted
 from hermes_import.importer import import_conversation
 from hermes_import.mapping import Conversation, conversations, plan_row
 from hermes_import.models import ImportedSession
@@ -119,7 +120,9 @@ def read_memories(home: Path | None) -> tuple[list[str], list[tuple[str, str, st
             lines.append(f"Memories: {name} could not be read ({exc})")
             continue
         entries = [e.strip() for e in text.split(MEMORY_DELIMITER) if e.strip()]
-        lines.append(f"Memories: {name} has {len(entries)} entries ({len(text)} characters)")
+        lines.append(
+            f"Memories: {name} has {counted(len(entries), 'entry')} ({len(text):,} characters)"
+        )
         found.append((name, label, MEMORY_DELIMITER.join(entries)))
     return lines, found
 

@@ -68,6 +68,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # thousands separators in the console (intcomma)
     "ninja",
     "django_q",
     "sessions_app",

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from core.text import counted
 from sessions_app.admin_base import HermesAdmin, ReadOnlyAdmin
 from sessions_app.audit import admin_actor
 from sessions_app.keys import issue_key, revoke_key, rotate_key, rotation_grace
@@ -150,7 +151,7 @@ class ApiKeyAdmin(HermesAdmin):
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         revoked = sum(revoke_key(k, actor=admin_actor(request)) for k in queryset)
-        self.message_user(request, f"Revoked {revoked} key(s).")
+        self.message_user(request, f"Revoked {counted(revoked, 'key')}.")
 
     @admin.action(
         description="Rotate the selected keys (new key shown once; old one expires after the "
@@ -256,9 +257,9 @@ class SessionAdmin(HermesAdmin):
         "__str__",
         "channel",
         "model",
-        "live_messages",
-        "live_tokens",
-        "total_messages",
+        "live_messages_shown",
+        "live_tokens_shown",
+        "total_messages_shown",
         "compressions",
         "guard_state",
         "last_activity_at",
@@ -312,8 +313,9 @@ class SessionAdmin(HermesAdmin):
         done = entry.details["deleted"]
         self.message_user(
             request,
-            f"Erased {done['sessions']} session(s) and {sum(done['messages'].values()):,} "
-            f"message(s) from the database and every search index (audit entry #{entry.pk}).",
+            f"Erased {counted(done['sessions'], 'session')} and "
+            f"{counted(sum(done['messages'].values()), 'message')} from the database and every "
+            f"search index (audit entry #{entry.pk}).",
             messages.SUCCESS,
         )
         return None
@@ -357,6 +359,18 @@ class SessionAdmin(HermesAdmin):
             after=[f"Also deleted: {related}."] if related else [],
             yes="Yes, erase all of this for good",
         )
+
+    @admin.display(description="live messages", ordering="live_messages")
+    def live_messages_shown(self, obj: Session) -> str:
+        return f"{obj.live_messages:,}"
+
+    @admin.display(description="live tokens", ordering="live_tokens")
+    def live_tokens_shown(self, obj: Session) -> str:
+        return f"{obj.live_tokens:,}"
+
+    @admin.display(description="total messages", ordering="total_messages")
+    def total_messages_shown(self, obj: Session) -> str:
+        return f"{obj.total_messages:,}"
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:

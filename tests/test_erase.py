@@ -207,7 +207,7 @@ def test_erasing_by_external_id_leaves_no_searchable_trace_in_any_index(gateway,
 
     output = run("erase", "--external-id", "chat-77", "--channel", "telegram", "--yes")
 
-    assert "2 session(s)" in output and "Erased 2 session(s)" in output
+    assert "2 session(s)" in output and "Erased 2 sessions" in output
     assert not Session.objects.filter(pk__in=scope).exists()
     assert not Message.objects.filter(pk__in=planted_ids).exists()
     assert not CompressionEvent.objects.filter(session__in=scope).exists()
@@ -413,7 +413,7 @@ def test_the_admin_erases_only_after_a_confirmation_that_names_what_goes(staff, 
         {"action": "erase_sessions", "_selected_action": [session.pk], "confirm": "yes"},
         follow=True,
     )
-    assert "Erased 2 session(s)" in done.content.decode()
+    assert "Erased 2 sessions" in done.content.decode()
     assert not Session.objects.filter(pk__in=[session.pk, continuation.pk]).exists()
     assert Session.objects.filter(pk=other.pk).exists()
     entry = AuditEntry.objects.get(action="erase")

@@ -422,7 +422,7 @@ def test_the_report_names_config_memories_and_chains(tmp_path):
     home.close()
     report = _import(tmp_path / "home")
     assert "Rotation chains joined: 1 (3 Hermes sessions)" in report
-    assert "MEMORY.md has 2 entries" in report and "USER.md has 1 entries" in report
+    assert "MEMORY.md has 2 entries" in report and "USER.md has 1 entry" in report
     assert "not imported (pass --memories" in report
     assert "accepted, not used here: model.api_mode" in report
 

@@ -42,6 +42,8 @@ ROUTE_SCOPES = {
     ("POST", "/sessions/{session_id}/model_error"): "write",
     ("POST", "/sessions/{session_id}/codex/notifications"): "write",
     ("GET", "/search"): "read",
+    ("POST", "/search"): "read",
+    ("GET", "/sessions/{session_id}/events"): "read",
     ("GET", "/tools"): "read",
     ("POST", "/sessions/{session_id}/tools/session_search"): "read",
     ("POST", "/sessions/{session_id}/messages/{position}/pin"): "write",

@@ -210,17 +210,17 @@ def test_idle_sessions_are_archived_per_channel_and_nothing_is_deleted(idle_stor
 
     dry = _command("archive_idle", "--dry-run")
     assert _archived() == set()
-    assert "telegram: would archive 1 session(s) idle for more than 30 day(s)" in dry
-    assert "discord: would archive 1 session(s) idle for more than 7 day(s)" in dry
+    assert "telegram: would archive 1 session idle for more than 30 days" in dry
+    assert "discord: would archive 1 session idle for more than 7 days" in dry
     assert "tui" not in dry  # off for that channel
 
     done = _command("archive_idle")
     assert _archived() == {sids["telegram old"], sids["discord"]}
-    assert "In all: archived 2 session(s)." in done
+    assert "In all: archived 2 sessions." in done
     assert Message.objects.count() == messages
     assert Session.objects.count() == 4
     again = _command("archive_idle")
-    assert "In all: archived 0 session(s)." in again  # already archived: not counted twice
+    assert "In all: archived 0 sessions." in again  # already archived: not counted twice
 
 
 def test_an_archived_session_is_left_out_of_the_session_list_unless_asked_for(idle_store):

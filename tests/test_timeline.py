@@ -45,7 +45,7 @@ def test_the_timeline_shows_head_summary_originals_and_rolled_back_rows(admin_cl
     assert "rolled back" in page and "undo me" in page
     assert "&lt;script&gt;alert(&#x27;tl&#x27;)&lt;/script&gt;" in page
     assert "<script>alert" not in page
-    assert "live tokens of a 96000-token threshold" in page
+    assert "live tokens of a 96,000-token threshold" in page
     assert "manual (API)" in page  # the event list
 
 
@@ -124,7 +124,7 @@ def test_the_dashboard_reads_at_a_glance(admin_client, compressed):
     assert saved > 0 and f"<strong>{saved}</strong> tokens saved" in page
     assert f"<strong>{event.duration_ms} ms</strong> median compression time" in page
     assert "100%</strong> with the local fallback summary" in page  # the test summariser
-    assert "138% of 96000 <strong>over</strong>" in page
+    assert "138% of 96,000 <strong>over</strong>" in page
     assert "minutes left" in page  # the anti-thrash lock's time left
     assert "compressions per hour (UTC), by outcome" in page and "swatch outcome-failed" in page
     # The same hours by kind of trigger: the test's compression was asked for through the API.
@@ -197,5 +197,5 @@ def test_a_timeline_of_a_session_at_138_percent_of_its_threshold_says_138(admin_
     threshold = threshold_for(compressed).tokens
     Session.objects.filter(pk=compressed.pk).update(live_tokens=int(threshold * 1.38))
     budget = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
-    assert f"of a {threshold}-token threshold (138%)" in budget
+    assert f"of a {threshold:,}-token threshold (138%)" in budget
     assert "(100%)" not in budget

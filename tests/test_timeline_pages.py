@@ -223,3 +223,64 @@ def test_the_console_doc_states_the_fold_limits_and_the_width_the_browser_test_u
     browser = (root / "tests" / "browser" / "test_timeline_page.py").read_text()
     assert "never scrolls sideways at 390 px" in doc
     assert 'set_viewport_size({"width": 390' in browser
+
+
+def test_summaries_that_absorb_earlier_ones_are_told_apart_by_number_and_range(admin_client, db):
+    session = _session(2, "generations")
+    services.append_messages(session, [m for n in range(12) for m in turn(n)], run_hooks=False)
+    assert compress(session, max_passes=1).outcome in ("compressed", "fallback")
+    services.append_messages(session, [m for n in range(12, 30) for m in turn(n)], run_hooks=False)
+    assert compress(session, max_passes=1).outcome in ("compressed", "fallback")
+    first, second = Message.objects.filter(session=session, is_summary=True).order_by("id")
+    assert first.summarized_by_id == second.pk  # the second absorbed the first
+    pages = {}
+    for n, summary in ((1, first), (2, second)):
+        summary.refresh_from_db()
+        page = admin_client.get(
+            reverse("console:originals", args=[session.pk, summary.pk])
+        ).content.decode()
+        title = re.search(r"<title>(.*?)</title>", page).group(1)
+        pages[n] = (title, page)
+        span = f"#{summary.covers_from_position}\u2013#{summary.covers_to_position}"
+        assert f"summary {n} ({span})" in title
+        rows = page.count('<li id="m-')
+        assert page.count(f"covered by summary {n} ({span})") == rows
+    assert pages[1][0] != pages[2][0]
+    assert "absorbed by a later summary" in pages[1][1] and "the live summary" in pages[2][1]
+    timeline = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    assert "summary 2, covers" in timeline and "(live)" in timeline
+
+
+def test_tool_arguments_another_system_escaped_show_as_the_text_itself(admin_client, db):
+    session = _session(2, "escaped")
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": '{"city": "\\u65e5\\u672c", "n": 3}'},
+    }
+    services.append_messages(
+        session,
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        **call,
+                        "id": "call_2",
+                        "function": {"name": "raw", "arguments": "not json \\u"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_2", "content": "ok"},
+        ],
+        run_hooks=False,
+    )
+    page = admin_client.get(reverse("console:timeline", args=[session.pk])).content.decode()
+    assert (
+        '<code class="args">{&quot;city&quot;: &quot;日本&quot;, &quot;n&quot;: 3}</code>' in page
+    )
+    assert "\\u65e5" not in page
+    assert '<code class="args">not json \\u</code>' in page  # not JSON: shown as it came

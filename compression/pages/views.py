@@ -37,13 +37,14 @@ from compression.policy.triggers import enqueue_manual
 from core.config import get_config
 from sessions_app import audit
 from sessions_app.audit import admin_actor
-from sessions_app.models import AuditEntry
+from sessions_app.models import AuditEntry, Session
 from sessions_app.selectors.messages import (
     covering,
     not_under_a_summary,
     originals_of,
     place_of,
     summary_in,
+    summary_numbers,
 )
 from sessions_app.selectors.sessions import guarded, with_channel
 from sessions_app.services import reset_session
@@ -81,6 +82,7 @@ def timeline(request: HttpRequest, session_id) -> HttpResponse:
             url = reverse("console:originals", args=[session.pk, under[0]])
             return redirect(f"{url}?around={want.around}#m-{under[1]}")
     page = window(main.defer("content_parts", "extra"), want)
+    _number_summaries(session, page.rows)
     threshold = threshold_for(session)
     return render(
         request,
@@ -172,8 +174,23 @@ def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse
     return render(
         request,
         "console/originals.html",
-        {"session": summary.session, "summary": summary, "page": page, "rows": page.rows},
+        {
+            "session": summary.session,
+            "summary": summary,
+            "number": summary_numbers(summary.session).get(summary.pk),
+            "page": page,
+            "rows": page.rows,
+        },
     )
+
+
+def _number_summaries(session: Session, rows: list) -> None:
+    """Give each summary on the page its number ("summary 5"), read once for the page."""
+    if any(row.is_summary for row in rows):
+        numbers = summary_numbers(session)
+        for row in rows:
+            if row.is_summary:
+                row.number = numbers.get(row.pk)
 
 
 TRIGGER_LABELS = {

@@ -4,7 +4,9 @@ not depend on how long the session is or how much of it is archived."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import QuerySet
 from django.http import QueryDict
@@ -65,8 +67,35 @@ def readable(rows: list[Message]) -> list[Message]:
         folded = lines > max_lines or chars > max_chars
         preview = "\n".join(text.split("\n", 3)[:3])[:300] if folded else ""
         # For the template: attributes of this instance, not fields of the model.
-        vars(row).update(lines=lines, chars=chars, mono=mono, folded=folded, preview=preview)
+        vars(row).update(
+            lines=lines,
+            chars=chars,
+            mono=mono,
+            folded=folded,
+            preview=preview,
+            calls=[(_name(call), _arguments(call)) for call in row.tool_calls or []],
+        )
     return rows
+
+
+def _name(call: Any) -> str:
+    function = call.get("function") if isinstance(call, dict) else None
+    return str(function.get("name", "")) if isinstance(function, dict) else ""
+
+
+def _arguments(call: Any) -> str:
+    """A call's arguments as a person reads them: JSON that another system wrote with its
+    non-ASCII text escaped (``\\u65e5``, as Hermes stores them) is shown with the text itself."""
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments", "") if isinstance(function, dict) else ""
+    if not isinstance(arguments, str):
+        return json.dumps(arguments, ensure_ascii=False)
+    if "\\u" not in arguments:
+        return arguments
+    try:
+        return json.dumps(json.loads(arguments), ensure_ascii=False)
+    except ValueError:
+        return arguments
 
 
 @dataclass(frozen=True)

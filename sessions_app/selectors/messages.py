@@ -152,3 +152,11 @@ def rows_page(
         rows = rows.filter(position__gt=after)
     page = list(rows.order_by("position")[: limit + 1])
     return page[:limit], len(page) > limit
+
+
+def summary_numbers(session: Session) -> dict[int, int]:
+    """Each of the session's summaries by id, numbered 1, 2, … in the order they were written:
+    a summary that absorbed earlier ones takes their position, so a position does not tell
+    two summaries apart, and a number does."""
+    ids = Message.objects.filter(session=session, is_summary=True).order_by("id")
+    return {pk: n for n, pk in enumerate(ids.values_list("id", flat=True).iterator(), start=1)}

@@ -71,7 +71,7 @@ def test_a_hit_on_message_10_of_50000_opens_at_it_pages_to_the_head_and_the_dash
     target = page.locator(f"#m-{original.pk}")
     page.wait_for_selector(f"#m-{original.pk}.targeted")  # opened at it, and marked
     assert target.is_visible() and NEEDLE in target.inner_text()
-    assert "Originals replaced by the summary" in page.locator("h1").inner_text()
+    assert "Originals replaced by summary 1" in page.locator("h1").inner_text()
     screenshot("1-hit-on-message-10", full_page=False)
 
     # The originals, page by page: newer pages follow on from each other, never all at once.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from core.text import counted
 from sessions_app.upkeep.retention import archive_idle
 
 
@@ -30,7 +31,8 @@ class Command(BaseCommand):
         verb = "would archive" if dry_run else "archived"
         for r in results:
             self.stdout.write(
-                f"{r.channel}: {verb} {r.idle} session(s) idle for more than {r.days} day(s)"
+                f"{r.channel}: {verb} {counted(r.idle, 'session')} idle for more than "
+                f"{counted(r.days, 'day')}"
             )
         total = sum(r.idle for r in results)
-        self.stdout.write(f"In all: {verb} {total} session(s).")
+        self.stdout.write(f"In all: {verb} {counted(total, 'session')}.")

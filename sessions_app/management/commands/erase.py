@@ -7,6 +7,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.text import counted
 from sessions_app.audit import os_actor
 from sessions_app.services import erase
 from sessions_app.services.errors import NotFound, StateConflict
@@ -119,8 +120,8 @@ class Command(BaseCommand):
         messages = deleted.pop("messages")
         self.stdout.write(
             self.style.SUCCESS(
-                f"Erased {deleted.pop('sessions')} session(s) and "
-                f"{sum(messages.values()):,} message(s) "
+                f"Erased {counted(deleted.pop('sessions'), 'session')} and "
+                f"{counted(sum(messages.values()), 'message')} "
                 f"({', '.join(f'{n:,} {kind}' for kind, n in messages.items())})"
                 + "".join(f", {n:,} {name}" for name, n in deleted.items())
                 + f". Audit entry #{entry.pk}."
