@@ -112,6 +112,15 @@ class CompressionEvent(models.Model):
         return self.repeats or 1
 
     @property
+    def fell_back_because(self) -> str:
+        """For a fallback, why the model's summary was not used (its error's first line); ""
+        for any other outcome. What a person reads after "Compress now" fell back."""
+        if self.outcome != self.Outcome.FALLBACK:
+            return ""
+        lines = (self.error or "").strip().splitlines()
+        return lines[0][:300] if lines else "the summary model gave no usable summary"
+
+    @property
     def savings_ratio(self) -> float | None:
         if not self.tokens_before or self.tokens_after is None:
             return None

@@ -284,3 +284,30 @@ def test_tool_arguments_another_system_escaped_show_as_the_text_itself(admin_cli
     )
     assert "\\u65e5" not in page
     assert '<code class="args">not json \\u</code>' in page  # not JSON: shown as it came
+
+
+def test_a_compress_now_that_fell_back_says_why_on_the_page_and_in_its_event(
+    admin_client, db, hermes_config
+):
+    from compression.testing.fake_model import Fail, FakeModelServer
+
+    session = _session(2, "fellback")
+    services.append_messages(session, [m for n in range(12) for m in turn(n)], run_hooks=False)
+    with FakeModelServer() as model:
+        model.script.default = Fail(429, "Rate limit reached", code="rate_limit_exceeded")
+        hermes_config(
+            auxiliary={"compression": {"model": "m", "base_url": model.base_url, "max_retries": 0}}
+        )
+        response = admin_client.post(reverse("console:compress", args=[session.pk]), {"focus": ""})
+    follow = response["Location"].split("?follow=")[1]
+    (landed,) = admin_client.get(
+        reverse("console:events", args=[session.pk]), {"after": follow}
+    ).json()["events"]
+    assert landed["outcome"] == "fallback"
+    assert "rate" in landed["fell_back_because"].lower()
+    page = admin_client.get(
+        reverse("console:timeline", args=[session.pk]), {"landed": landed["id"]}
+    ).content.decode()
+    banner = page.split('id="landed"')[1].split("</p>")[0]
+    assert "A local summary was written instead of the model's, because:" in banner
+    assert "rate" in banner.lower()

@@ -26,6 +26,7 @@ from compression.engine.tail import select_live
 from compression.events import record_event, record_written
 from compression.models import CompressionEvent
 from core.config import get_config
+from core.text import counted
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import external_context, live_rows
@@ -449,7 +450,8 @@ def _write_back(
         if truncated:
             reason.append(f"input truncated by {truncated:,} characters")
         if selection.previous_summaries:
-            reason.append(f"absorbed {len(selection.previous_summaries)} earlier summary(ies)")
+            earlier = counted(len(selection.previous_summaries), "earlier summary")
+            reason.append(f"absorbed {earlier}")
         event = record_written(
             locked,
             trigger,

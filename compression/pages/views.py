@@ -136,6 +136,7 @@ def events(request: HttpRequest, session_id) -> JsonResponse:
                     "trigger": e.get_trigger_display(),
                     "outcome": e.outcome,
                     "reason": e.reason,
+                    "fell_back_because": e.fell_back_because,
                     "created_at": e.created_at.isoformat(),
                 }
                 for e in found

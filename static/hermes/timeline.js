@@ -30,7 +30,11 @@
         .then(function (body) {
           if (body.events && body.events.length) {
             var last = body.events[body.events.length - 1];
-            box.textContent = "Compression " + last.outcome + ": " + last.reason + " Showing it…";
+            box.textContent = "Compression " + last.outcome + ": " + last.reason +
+              (last.fell_back_because
+                ? ". A local summary was written instead of the model's, because: " +
+                  last.fell_back_because + "."
+                : "") + " Showing it…";
             window.location.replace(box.dataset.page + "?landed=" + last.id);
           } else if (tries < 150) {
             window.setTimeout(ask, 2000);
