@@ -10,6 +10,7 @@ class CompressionConfig(AppConfig):
         """Wire the layers: the store calls the policy after every append; the engine asks the
         policy's threshold and the paths' compactors, and the policy the paths' pruner, through
         hooks -- so no lower layer imports a higher one."""
+        from compression import export
         from compression.engine import hooks as engine_hooks
         from compression.events import record_reset
         from compression.paths import codex, pruning
@@ -21,6 +22,7 @@ class CompressionConfig(AppConfig):
             register_after_append,
             register_after_reset,
             register_erase,
+            register_export,
         )
 
         register_after_append(triggers.after_append_hook, prepare=triggers.prepare_append)
@@ -29,3 +31,4 @@ class CompressionConfig(AppConfig):
         engine_hooks.register_compactor("codex", codex.compact_thread)
         policy_hooks.register_pruner(pruning.prune)
         register_erase(rows=erase_task_records)
+        register_export("event", export.dump, export.load)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, get_type_hints
 from uuid import UUID
 
 from ninja import Query, Router, Schema
@@ -15,7 +15,7 @@ from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, Hit, InvalidQuery, SearchResult, search
 from sessions_app.api.auth import READ, ChannelRequest
-from sessions_app.api.schemas import ERRORS, only_declared
+from sessions_app.api.schemas import ERRORS, Integral, only_declared
 from sessions_app.services import InvalidInput
 
 router = Router(tags=["search"])
@@ -159,20 +159,34 @@ def search_messages(request: ChannelRequest, query: Query[SearchQuery]):
 
 
 class SearchBody(SearchQuery):
-    """`GET /search`'s parameters as a JSON object; a filter may also be null (not given)."""
+    """`GET /search`'s parameters as a JSON object, its types strict as every body's (`"5"` is
+    not 5, `0` is not a time); a filter may also be null (not given)."""
 
-    session: UUID | None = None  # type: ignore[assignment]
+    session: UUID | None = Field(None, strict=False)  # type: ignore[assignment]  # JSON: a string
     role: Literal["system", "user", "assistant", "tool"] | None = None  # type: ignore[assignment]
     kind: Literal["live", "summary", "archived"] | None = None  # type: ignore[assignment]
     since: datetime | None = Field(  # type: ignore[assignment]
-        None, description=SearchQuery.model_fields["since"].description
+        None, strict=False, description=SearchQuery.model_fields["since"].description
     )
     until: datetime | None = Field(  # type: ignore[assignment]
-        None, description=SearchQuery.model_fields["until"].description
+        None, strict=False, description=SearchQuery.model_fields["until"].description
     )
-    before: int | None = Field(  # type: ignore[assignment]
-        None, ge=1, le=2**63 - 1, description=SearchQuery.model_fields["before"].description
+    window: Annotated[int, Field(ge=0, le=20), Integral] = Field(
+        2, description="Messages before and after each hit."
     )
+    limit: Annotated[int, Field(ge=1, le=100), Integral] = 20
+    offset: Annotated[int, Field(ge=0, le=10_000), Integral] = 0
+    before: Annotated[int, Field(ge=1, le=2**63 - 1), Integral] | None = Field(  # type: ignore[assignment]
+        None, description=SearchQuery.model_fields["before"].description
+    )
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _a_time_is_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise ValueError("a time is a string in ISO 8601, such as 2026-12-01T09:30:00Z")
+        return value
 
 
 @router.post("/search", response={200: SearchOut, **ERRORS}, auth=READ)

@@ -96,3 +96,19 @@ def erase_rows(session_ids: list[str]) -> dict[str, int]:
         for name, n in hook(session_ids).items():
             counts[name] = counts.get(name, 0) + n
     return counts
+
+
+# Export and restore (sessions_app.services.export / restore): apps that keep rows of their own
+# about a session (compression's event trail) add them to its export as lines of their ``kind``
+# and write them back on restore, given the old message ids' new ones.
+Dump = Callable[[Any], Any]  # session -> iterable of records (dicts)
+Load = Callable[[Any, list[dict[str, Any]], dict[int, int]], int]  # -> rows written
+_exporters: dict[str, tuple[Dump, Load]] = {}
+
+
+def register_export(kind: str, dump: Dump, load: Load) -> None:
+    _exporters[kind] = (dump, load)
+
+
+def exporters() -> dict[str, tuple[Dump, Load]]:
+    return dict(_exporters)

@@ -4,6 +4,7 @@ row's kind, position, summary provenance and timestamps."""
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -34,7 +35,9 @@ def two_channels(db):
 
 
 def _lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    """The message lines (an export also has channel, session and event lines)."""
+    lines = [json.loads(line) for line in text.splitlines()]
+    return [line for line in lines if line["type"] == "message"]
 
 
 def test_a_channel_exports_every_row_with_kind_position_and_provenance(two_channels, tmp_path):
@@ -80,3 +83,38 @@ def test_the_timeline_downloads_its_session(admin_client, client, two_channels):
     assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
     assert len(rows) == Message.objects.filter(session=session).count()
     assert client.get(url).status_code == 302  # staff only
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("not json\n", "line 1: not JSON"),
+        ('{"session": "x", "position": 0}\n', "line 1: not a line of an export (no type)"),
+        ('{"type": "message", "session": "x"}\n', "line 1: a message line outside its session"),
+        ('{"type": "session", "session": "nope", "channel": "t"}\n', "'nope' is not a session id"),
+        ('{"type": "channel", "channel": "t"}\n{"type": "gift"}\n', "line 2: unknown line type"),
+        (
+            '{"type": "session", "session": "00000000-0000-4000-8000-000000000001", "channel": "t"}'
+            '\n{"type": "message", "session": "00000000-0000-4000-8000-000000000001"}\n',
+            "nothing of it was written",
+        ),
+    ],
+)
+def test_a_file_that_is_not_an_export_is_refused_naming_its_line(db, tmp_path, text, fragment):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(CommandError, match=re.escape(fragment)):
+        call_command("import_sessions", str(bad), stdout=StringIO())
+
+
+def test_restoring_sessions_already_here_leaves_them_as_they_are(two_channels, tmp_path):
+    out = tmp_path / "all.jsonl"
+    call_command("export_sessions", str(out), stderr=StringIO())
+    before = Message.objects.count()
+    told = StringIO()
+    call_command("import_sessions", str(out), stdout=told)
+    assert told.getvalue().count("already here") == 2
+    assert "Restored 0 sessions and 0 messages." in told.getvalue()
+    assert Message.objects.count() == before
+    with pytest.raises(CommandError, match="cannot be read"):
+        call_command("import_sessions", str(tmp_path / "missing.jsonl"))

@@ -322,6 +322,10 @@ def test_bad_search_input_by_post_is_the_same_422(gateway):
         ({"q": "x" * 1_001}, "limit is 1,000"),
         ({"q": "a", "limit": 0}, "limit"),
         ({"q": "a", "color": "red"}, "color"),
+        ({"q": "a", "since": 0}, "ISO 8601"),
+        ({"q": "a", "limit": "5"}, "limit"),
+        ({"q": "a", "window": True}, "window"),
+        ({"q": 5}, "q"),
         ({}, "q"),
     ]:
         response = gateway.post("/search", body)

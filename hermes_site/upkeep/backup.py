@@ -15,12 +15,13 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.text import counted
+from hermes_site.upkeep.holders import local_service, sqlite_holders
 from search import fts
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -192,100 +193,7 @@ def _verify_sqlite(path: Path, expected: tuple[int, int] | None) -> Verification
             raise BackupError(f"{path} is damaged: {exc}") from None
     finally:
         conn.close()
-    if expected is not None:
-        if (messages, sessions) != expected:
-            raise BackupError(
-                f"{path} holds {messages} messages and {sessions} sessions; the database held "
-                f"{expected[0]} and {expected[1]} when it was copied"
-            )
-        checks.append(
-            "row counts match the source at the snapshot: "
-            f"{counted(messages, 'message')}, {counted(sessions, 'session')}"
-        )
-    return Verification(messages, sessions, checks)
-
-
-def _companions(db: Path) -> list[Path]:
-    return [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-writegate")]
-
-
-SERVICE_COMMANDS = (b"manage.py\x00serve", b"manage.py\x00worker", b"qcluster", b"gunicorn",
-                    b"runserver", b"bin/serve")  # fmt: skip
-
-
-def _same_service(entry: Path, raw_cmdline: bytes) -> bool:
-    """A web server or worker of this project started with this configuration: it may not
-    have the database open at this moment (between requests, between schedule checks), but
-    will again."""
-    if not any(name in raw_cmdline for name in SERVICE_COMMANDS):
-        return False
-    from django.conf import settings
-
-    try:
-        if os.readlink(entry / "cwd") != str(settings.BASE_DIR):
-            return False
-        environ = dict(
-            item.split(b"=", 1)
-            for item in (entry / "environ").read_bytes().split(b"\x00")
-            if b"=" in item
-        )
-    except OSError:
-        return False
-    return all(
-        environ.get(name.encode()) == (os.environ[name].encode() if name in os.environ else None)
-        for name in ("HERMES_CONFIG", "HERMES_DATABASE_URL")
-    )
-
-
-def _command(raw: bytes) -> str:
-    return " ".join(raw.replace(b"\x00", b" ").decode(errors="replace").split())[:120]
-
-
-def _processes() -> Iterator[tuple[Path, bytes]]:
-    """Every other process's /proc entry and raw command line."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            yield entry, (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-
-
-def local_service() -> list[tuple[int, str]]:
-    """This project's web server or worker processes on this configuration (see
-    ``_same_service``); empty where /proc cannot be read."""
-    if not Path("/proc/self").is_dir():
-        return []
-    return [(int(e.name), _command(raw)) for e, raw in _processes() if _same_service(e, raw)]
-
-
-def _holds(entry: Path, wanted: set[str]) -> bool:
-    try:
-        fds = list((entry / "fd").iterdir())
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(fd) in wanted:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def sqlite_holders(db: Path) -> list[tuple[int, str]] | None:
-    """Other processes that have the database (or its WAL, shared memory or write gate) open,
-    or are this project's web server or worker on this configuration. None: this system
-    cannot tell (no /proc)."""
-    if not Path("/proc/self/fd").is_dir():
-        return None
-    wanted = {str(p.resolve()) for p in _companions(db)}
-    return [
-        (int(entry.name), _command(raw))
-        for entry, raw in _processes()
-        if _holds(entry, wanted) or _same_service(entry, raw)
-    ]
+    return _matched(path, messages, sessions, expected, checks, "when it was copied")
 
 
 def sqlite_restore(backup: Path, db: Path, *, force: bool = False) -> tuple[Verification, Path]:
@@ -411,17 +319,7 @@ def verify_pg(
     checks = ["pg_restore --list: the dump's table of contents reads"]
     messages = _copy_rows(path, fts.MESSAGE_TABLE, env)
     sessions = _copy_rows(path, "sessions_app_session", env)
-    if expected is not None:
-        if (messages, sessions) != expected:
-            raise BackupError(
-                f"{path} holds {messages} messages and {sessions} sessions; the database held "
-                f"{expected[0]} and {expected[1]} at the dump's snapshot"
-            )
-        checks.append(
-            "row counts match the source at the snapshot: "
-            f"{counted(messages, 'message')}, {counted(sessions, 'session')}"
-        )
-    return Verification(messages, sessions, checks)
+    return _matched(path, messages, sessions, expected, checks, "at the dump's snapshot")
 
 
 def pg_backup(partial: Path, settings: Mapping) -> tuple[int, int]:
@@ -501,3 +399,25 @@ def pg_restore(path: Path, settings: Mapping, *, force: bool = False) -> Verific
         cursor.execute("ANALYZE")
     verification.checks.append("ANALYZE: planner statistics gathered")
     return verification
+
+
+def _matched(
+    path: Path,
+    messages: int,
+    sessions: int,
+    expected: tuple[int, int] | None,
+    checks: list[str],
+    when: str,
+) -> Verification:
+    """The copy's row counts against the source's, read at the same snapshot."""
+    if expected is not None:
+        if (messages, sessions) != expected:
+            raise BackupError(
+                f"{path} holds {messages} messages and {sessions} sessions; the database held "
+                f"{expected[0]} and {expected[1]} {when}"
+            )
+        checks.append(
+            "row counts match the source at the snapshot: "
+            f"{counted(messages, 'message')}, {counted(sessions, 'session')}"
+        )
+    return Verification(messages, sessions, checks)

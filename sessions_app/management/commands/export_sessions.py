@@ -8,14 +8,17 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
+from core.text import counted
 from sessions_app.models import Session
 from sessions_app.services.export import export_lines
 
 
 class Command(BaseCommand):
     help = (
-        "Write sessions as JSON Lines, one message per line with its kind, position, summary "
-        "provenance and timestamps. OUT is a file path, or - for standard output."
+        "Write sessions as JSON Lines: a line per session (title, model, counters, guards, "
+        "memory blocks), one per message with its kind, position, state, summary provenance "
+        "and timestamps, one per compression event. import_sessions restores it. OUT is a "
+        "file path, or - for standard output."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -49,12 +52,12 @@ class Command(BaseCommand):
         try:
             for line in export_lines(sessions):
                 handle.write(line)
-                written += 1
+                written += line.startswith('{"type": "message"')
         finally:
             if stream is None:
                 handle.close()
         if out != "-":
-            self.stderr.write(f"Wrote {written} messages to {out}")
+            self.stderr.write(f"Wrote {counted(written, 'message')} to {out}")
 
 
 def _find(sessions, key: str) -> Session | None:
