@@ -6,6 +6,9 @@ from hermes_site import health, metrics
 from hermes_site.api import api
 
 admin.site.site_header = "Hermes Memory"
+# The admin index lists every model; a sidebar listing them again on every page takes a
+# quarter of a laptop screen from the lists (the session list needs its width).
+admin.site.enable_nav_sidebar = False
 admin.site.site_title = "Hermes Memory"
 admin.site.index_title = "Operator console"
 

@@ -257,12 +257,11 @@ class SessionAdmin(HermesAdmin):
         "__str__",
         "channel",
         "model",
-        "live_messages_shown",
+        "messages_shown",
         "live_tokens_shown",
-        "total_messages_shown",
         "compressions",
         "guard_state",
-        "last_activity_at",
+        "last_active",
     )
     list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
         ArchivedFilter,
@@ -360,17 +359,17 @@ class SessionAdmin(HermesAdmin):
             yes="Yes, erase all of this for good",
         )
 
-    @admin.display(description="live messages", ordering="live_messages")
-    def live_messages_shown(self, obj: Session) -> str:
-        return f"{obj.live_messages:,}"
+    @admin.display(description="messages (live of all)", ordering="live_messages")
+    def messages_shown(self, obj: Session) -> str:
+        return f"{obj.live_messages:,} of {obj.total_messages:,}"
 
     @admin.display(description="live tokens", ordering="live_tokens")
     def live_tokens_shown(self, obj: Session) -> str:
         return f"{obj.live_tokens:,}"
 
-    @admin.display(description="total messages", ordering="total_messages")
-    def total_messages_shown(self, obj: Session) -> str:
-        return f"{obj.total_messages:,}"
+    @admin.display(description="last activity", ordering="last_activity_at")
+    def last_active(self, obj: Session) -> str:
+        return f"{timezone.localtime(obj.last_activity_at):%Y-%m-%d %H:%M}"
 
     @admin.display(description="guard")
     def guard_state(self, obj: Session) -> str:

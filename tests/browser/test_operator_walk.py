@@ -158,7 +158,7 @@ def test_an_operator_walks_from_search_to_reset_and_tunes_a_threshold(
     assert f"gpt-4o ({session.context_window:,}): {after:,}" in computed_80
     screenshot("6-override")
     page.goto(timeline)
-    assert f"{after}-token threshold" in page.locator(".budget").inner_text()
+    assert f"{after:,}-token threshold" in page.locator(".budget").inner_text()
     _inert(page)
     screenshot("7-timeline-after-override")
 

@@ -1,0 +1,78 @@
+"""The console at a laptop's width (1366 px) and a phone's (390 px), in chromium: the admin's
+session list shows every column without a sideways scroll, and the dashboard's charts stay
+readable. Screenshots land in the test artifacts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from compression.models import CompressionEvent
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.models import Session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def sessions(db):
+    channel = create_channel("telegram-production-gateway")[0]
+    made = []
+    for n in range(6):
+        session = services.open_session(
+            channel,
+            model="claude-sonnet-4-5-20250929",
+            system_prompt="sys",
+            external_id=f"telegram:chat:-100{n:09d}",
+        ).session
+        services.append_messages(
+            session, [{"role": "user", "content": f"question {n} " * 400}], run_hooks=False
+        )
+        made.append(session)
+    later = timezone.now() + timedelta(minutes=30)
+    Session.objects.filter(pk=made[0].pk).update(
+        cooldown_until=later, failure_streak=3, live_tokens=1_234_567
+    )
+    for n, session in enumerate(made):
+        for hour in range(0, 24, 3):
+            CompressionEvent.objects.create(
+                session=session,
+                trigger="threshold",
+                outcome="compressed" if (n + hour) % 4 else "fallback",
+                tokens_before=120_000,
+                tokens_after=30_000,
+            )
+    return made
+
+
+def test_the_admin_session_list_fits_a_laptop_screen_with_every_column(
+    staff_login, page, live_server, sessions, screenshot
+):
+    staff_login()
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/admin/sessions_app/session/")
+    headers = page.locator("#result_list thead th").all_inner_texts()
+    for wanted in ("GUARD", "LAST ACTIVITY", "TIMELINE"):
+        assert any(wanted in h.upper() for h in headers), headers
+    right = page.evaluate(
+        "Math.max(...[...document.querySelectorAll('#result_list th')]"
+        ".map(th => th.getBoundingClientRect().right))"
+    )
+    # The list's own box (it scrolls sideways when the table is wider than it).
+    box = page.evaluate(
+        "document.querySelector('#changelist-form .results').getBoundingClientRect().right"
+    )
+    widths = page.evaluate(
+        "[...document.querySelectorAll('#result_list th')]"
+        ".map(th => th.innerText.trim() + ':' + Math.round(th.getBoundingClientRect().width))"
+    )
+    screenshot("admin-sessions-1366", full_page=False)
+    assert right <= box <= 1366, f"the last column ends at {right} px, the list at {box}: {widths}"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+    row = page.locator("#result_list tbody tr").first.inner_text()
+    assert "telegram:chat:" in row  # a session without a title is shown by its external id
+    assert "1,234,567" in page.locator("#result_list").inner_text()
+    screenshot("admin-sessions-1366", full_page=False)
