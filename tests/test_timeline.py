@@ -199,3 +199,25 @@ def test_a_timeline_of_a_session_at_138_percent_of_its_threshold_says_138(admin_
     budget = admin_client.get(reverse("console:timeline", args=[compressed.pk])).content.decode()
     assert f"of a {threshold:,}-token threshold (138%)" in budget
     assert "(100%)" not in budget
+
+
+def test_the_token_charts_time_ticks_are_spread_and_told_as_finely_as_the_span_needs():
+    from datetime import UTC, datetime, timedelta
+
+    from compression.pages.charts import time_ticks
+
+    start = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+    def x(when):
+        return (when - start).total_seconds()
+
+    hour = time_ticks(start, start + timedelta(minutes=40), x)
+    assert len(hour) == 5 and [t.x for t in hour] == [0, 600, 1200, 1800, 2400]
+    assert all(t.label.count(":") == 2 for t in hour)  # seconds within an hour
+    day = time_ticks(start, start + timedelta(hours=20), x)
+    assert all(len(t.label) == 5 and ":" in t.label for t in day)  # HH:MM
+    week = time_ticks(start, start + timedelta(days=3), x)
+    assert all(len(t.label) == 11 for t in week)  # MM-DD HH:MM
+    year = time_ticks(start, start + timedelta(days=90), x)
+    assert all(len(t.label) == 10 and t.label.count("-") == 2 for t in year)
+    assert len(time_ticks(start, start, x)) == 1

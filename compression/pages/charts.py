@@ -22,6 +22,12 @@ MAX_POINTS = 400
 
 
 @dataclass(frozen=True)
+class Tick:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
 class Marker:
     x: float
     y: float
@@ -41,6 +47,9 @@ class TokenChart:
     height: int = HEIGHT
     pad: int = PAD
     exact: bool = True  # rebuilt from every row (else drawn from the event trail)
+    ticks: tuple[Tick, ...] = ()  # times along the x axis
+    threshold: int = 0
+    outcomes: tuple[str, ...] = ()  # the kinds of marker shown, for the legend
 
 
 def live_tokens_series(session: Session) -> list[tuple[datetime, int]]:
@@ -131,7 +140,38 @@ def token_chart(session: Session, threshold: int) -> TokenChart:
                 event.outcome,
             )
         )
-    return TokenChart(points, y(threshold), markers, int(top), start, end, exact=exact)
+    return TokenChart(
+        points,
+        y(threshold),
+        markers,
+        int(top),
+        start,
+        end,
+        exact=exact,
+        ticks=time_ticks(start, end, x),
+        threshold=threshold,
+        outcomes=tuple(o for o in MARKER_OUTCOMES if any(m.outcome == o for m in markers)),
+    )
+
+
+MARKER_OUTCOMES = ("compressed", "fallback", "reset")
+TICKS = 5
+
+
+def time_ticks(start: datetime, end: datetime, x) -> tuple[Tick, ...]:
+    """Up to five times spread along the axis, each told as finely as the span needs: the time
+    of day within a day, the day and time within a week, the date beyond."""
+    span = (end - start).total_seconds()
+    if span < 1:  # the axis is at least a second long (token_chart): one time, at its start
+        return (Tick(x(start), f"{timezone.localtime(start):%H:%M:%S}"),)
+    if span <= 3_600:
+        shape = "%H:%M:%S"
+    elif span <= 86_400:
+        shape = "%H:%M"
+    else:
+        shape = "%m-%d %H:%M" if span <= 7 * 86_400 else "%Y-%m-%d"
+    moments = [start + (end - start) * n / (TICKS - 1) for n in range(TICKS)]
+    return tuple(Tick(x(m), f"{timezone.localtime(m):{shape}}") for m in moments)
 
 
 @dataclass(frozen=True)
@@ -141,12 +181,6 @@ class Bar:
     height: float
     label: str
     css: str
-
-
-@dataclass(frozen=True)
-class Tick:
-    x: float
-    label: str
 
 
 OUTCOMES = ("compressed", "fallback", "failed")

@@ -76,3 +76,53 @@ def test_the_admin_session_list_fits_a_laptop_screen_with_every_column(
     assert "telegram:chat:" in row  # a session without a title is shown by its external id
     assert "1,234,567" in page.locator("#result_list").inner_text()
     screenshot("admin-sessions-1366", full_page=False)
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_the_timeline_chart_and_the_dashboard_charts_read_at_a_laptops_and_a_phones_width(
+    staff_login, page, live_server, sessions, screenshot, width
+):
+    from compression.engine.compress import compress
+    from tests.test_compression import turn
+
+    session = sessions[1]
+    services.append_messages(session, [m for n in range(14) for m in turn(n)], run_hooks=False)
+    compress(session, max_passes=1)
+    # A conversation of a few hours: each row a few minutes after the one before.
+    from sessions_app.models import Message
+
+    rows = list(Message.objects.filter(session=session).order_by("position", "id"))
+    start = timezone.now() - timedelta(minutes=5 * len(rows))
+    for n, row in enumerate(rows):
+        row.created_at = start + timedelta(minutes=5 * n)
+        if row.archived_at:
+            row.archived_at = start + timedelta(minutes=5 * len(rows) - 30)
+    Message.objects.bulk_update(rows, ["created_at", "archived_at"])
+    staff_login()
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}/console/sessions/{session.pk}/")
+    chart = page.locator("#token-chart")
+    ticks = chart.locator("text.tick").all_text_contents()
+    assert len(ticks) >= 2 and all(":" in t for t in ticks), ticks
+    assert chart.locator("text.threshold-label").text_content().startswith("threshold ")
+    legend = chart.locator("figcaption").inner_text()
+    assert "live tokens" in legend and "threshold (" in legend
+    assert "compression" in legend  # the markers' legend
+    assert page.locator("label[for=budget-bar]").is_visible()
+    wide = page.evaluate(  # what sticks out, to name in the failure
+        "[...document.querySelectorAll('h1, p, figure, form, ol')]"
+        f".filter(e => e.getBoundingClientRect().right > {width}).map(e => e.tagName)"
+    )
+    screenshot(f"timeline-chart-{width}", full_page=False)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, wide
+    # The chart's text stays legible: at least 7 px tall on the screen, whatever the width.
+    smallest = page.evaluate(
+        "Math.min(...[...document.querySelectorAll('#token-chart text')]"
+        ".map(t => t.getBoundingClientRect().height))"
+    )
+    assert smallest >= 7, smallest
+    screenshot(f"timeline-chart-{width}", full_page=False)
+    page.goto(f"{live_server.url}/console/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.locator(".chart svg").count() == 2
+    screenshot(f"dashboard-{width}")
