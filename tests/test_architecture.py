@@ -225,17 +225,7 @@ def test_only_the_store_writes_sessions_and_messages():
     """Compression, the agent and the importer write a session's or a message's row only
     through the store's services; the one exception is the compression claim (conditional
     updates of its own)."""
-    allowed = {"compression.engine.claim"}
-    wrong = [
-        f"{name}:{line}"
-        for name, path in modules().items()
-        if name.split(".")[0] in ("compression", "agent", "hermes_import")
-        and layer(name) not in ("testing", "import_testing", "demo")
-        and ".migrations" not in name
-        and name not in allowed
-        for line in _store_writes(path)
-    ]
-    assert wrong == [], wrong
+    assert _above_the_store(_store_writes) == []
 
 
 def _store_reads(path: Path) -> list[int]:
@@ -254,14 +244,19 @@ def test_the_engine_the_console_the_agent_and_the_importer_read_through_selector
     """Compression (its pages included), the agent and the importer query sessions and
     messages only through ``sessions_app.selectors``; the claim's conditional updates are the
     one exception."""
+    assert _above_the_store(_store_reads) == []
+
+
+def _above_the_store(find) -> list[str]:
+    """``module:line`` for each place ``find`` finds in compression, the agent and the importer
+    (their loopback servers, the demo and migrations aside), but in the claim."""
     allowed = {"compression.engine.claim"}
-    wrong = [
+    return [
         f"{name}:{line}"
         for name, path in modules().items()
         if name.split(".")[0] in ("compression", "agent", "hermes_import")
         and layer(name) not in ("testing", "import_testing", "demo")
         and ".migrations" not in name
         and name not in allowed
-        for line in _store_reads(path)
+        for line in find(path)
     ]
-    assert wrong == [], wrong
