@@ -65,7 +65,22 @@ class CompressIn(Schema):
         "/sessions/{id}/context answers its `messages`): a client that waits on the "
         "compression needs no second round trip.",
     )
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        # The schema states the rule the endpoint enforces: an automatic compression takes no
+        # focus, around_position or confirm (JSON Schema if/then, OpenAPI 3.1).
+        json_schema_extra={
+            "if": {"properties": {"automatic": {"const": True}}, "required": ["automatic"]},
+            "then": {
+                "properties": {
+                    "focus": {"type": "null"},
+                    "around_position": {"type": "null"},
+                    "confirm": {"const": False},
+                }
+            },
+        },
+    )
 
 
 class PassOut(Schema):
@@ -126,10 +141,15 @@ def compress(request: ChannelRequest, session_id: str, payload: CompressIn | Non
     payload = payload or CompressIn()
     session = get_session_for_channel(request.auth, session_id)
     if payload.automatic:
+        # Each by what "not given" is for it: `around_position: 0` is given (0 == False).
         given = [
             name
-            for name in ("focus", "around_position", "confirm")
-            if getattr(payload, name) not in (None, False)
+            for name, value in (
+                ("focus", payload.focus),
+                ("around_position", payload.around_position),
+                ("confirm", payload.confirm or None),
+            )
+            if value is not None
         ]
         if given:
             raise InvalidInput(

@@ -163,6 +163,8 @@ def test_bad_compress_bodies_are_422_naming_the_field(gateway, summariser):
         ({"automatic": True, "focus": "item-3"}, "focus"),
         ({"automatic": True, "confirm": True}, "confirm"),
         ({"automatic": True, "around_position": 3}, "around_position"),
+        ({"automatic": True, "around_position": 0}, "around_position"),  # 0 == False
+        ({"automatic": True, "focus": ""}, "focus"),
         ({"automatic": 1}, "automatic"),
         ({"memory_context": "x" * 6_001}, "memory_context"),
         ({"memory_context": "a\x00b"}, "memory_context"),

@@ -210,7 +210,7 @@ def test_bad_memory_input_is_refused_with_a_reason_and_changes_nothing(gateway, 
     for label in ("a", "b"):
         assert gateway.put(f"/memory/{label}", {"text": "ok"}).status_code == 201
     third = gateway.put("/memory/c", {"text": "ok"})
-    assert third.status_code == 422 and "memory_blocks.max_blocks" in third.json()["detail"]
+    assert third.status_code == 409 and "memory_blocks.max_blocks" in third.json()["detail"]
     bad_label = gateway.put("/memory/-nope", {"text": "ok"})
     assert bad_label.status_code == 422
     assert MemoryBlock.objects.count() == 2

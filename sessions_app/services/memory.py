@@ -18,7 +18,7 @@ from django.db.models import F, Q, Sum
 
 from core.config import get_config
 from sessions_app.models import Channel, MemoryBlock, Message, Session
-from sessions_app.services.errors import InvalidInput, NotFound
+from sessions_app.services.errors import InvalidInput, NotFound, StateConflict
 from sessions_app.services.validation import check_text
 from sessions_app.tokens import counter_for
 
@@ -168,7 +168,8 @@ def set_block(owner: Owner, label: str, text: str) -> tuple[MemoryBlock, bool]:
     if existing is None:
         limit = get_config().memory_blocks.max_blocks
         if owner.blocks().count() >= limit:
-            raise InvalidInput(
+            # The request is valid; the owner's state refuses it (another time it would pass).
+            raise StateConflict(
                 f"this {'session' if owner.session else 'channel'} has {limit} memory blocks "
                 "already (memory_blocks.max_blocks); delete one or write into an existing block."
             )
