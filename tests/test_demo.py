@@ -127,7 +127,7 @@ def test_the_demo_s_timeline_opens_with_a_chart_of_its_two_weeks_and_its_compres
     start, end = (
         datetime.fromisoformat(stamp)
         for stamp in re.search(
-            r"Live tokens from ([\d-]+ [\d:]+) to ([\d-]+ [\d:]+);", page
+            r"from ([\d-]+ [\d:]+) to ([\d-]+ [\d:]+);", page
         ).groups()
     )
     assert end - start >= timedelta(days=13)
