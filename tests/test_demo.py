@@ -126,8 +126,6 @@ def test_the_demo_s_timeline_opens_with_a_chart_of_its_two_weeks_and_its_compres
     assert len(markers) >= 4 and "fallback" in markers
     start, end = (
         datetime.fromisoformat(stamp)
-        for stamp in re.search(
-            r"from ([\d-]+ [\d:]+) to ([\d-]+ [\d:]+);", page
-        ).groups()
+        for stamp in re.search(r"from ([\d-]+ [\d:]+) to ([\d-]+ [\d:]+);", page).groups()
     )
     assert end - start >= timedelta(days=13)
