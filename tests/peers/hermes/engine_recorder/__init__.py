@@ -23,6 +23,9 @@ from agent.context_compressor import ContextCompressor
 
 NAME = "engine-recorder"
 _write = threading.Lock()  # module state: not copied with the engine
+# Every engine recorded, kept alive: an engine's id names it, and a copy Hermes let go would
+# otherwise free its id for the next copy (two copies would look like one).
+_recorded: list[Any] = []
 
 
 def _record(call: str, engine: Any, **fields: Any) -> None:
@@ -35,6 +38,7 @@ def _record(call: str, engine: Any, **fields: Any) -> None:
         **fields,
     }
     with _write, open(os.path.join(home, "engine-calls.jsonl"), "a", encoding="utf-8") as out:
+        _recorded.append(engine)
         out.write(json.dumps(line, default=str) + "\n")
 
 
