@@ -145,7 +145,9 @@ def _restore_channel(record: dict[str, Any], number: int, done: Restored) -> Non
     with transaction.atomic():
         channel = _channel(record.get("channel"), where, done)
         for block in record.get("memory") or []:
-            if not MemoryBlock.objects.filter(channel=channel, session=None, label=block["label"]):
+            if not MemoryBlock.objects.filter(
+                channel=channel, session=None, label=block["label"]
+            ).exists():
                 _memory(block, where, channel=channel)
 
 
@@ -188,7 +190,10 @@ def _write_session(block: _Block, done: Restored) -> None:
     with transaction.atomic(), keeping_timestamps([Message, Session]):
         channel = _channel(header.get("channel"), where, done)
         external_id = header.get("external_id")
-        if external_id and Session.objects.filter(channel=channel, external_id=external_id):
+        if (
+            external_id
+            and Session.objects.filter(channel=channel, external_id=external_id).exists()
+        ):
             done.skipped.append(
                 f"{session_id}: channel {channel.name} already has a session with external id "
                 f"{external_id!r}; left out"
