@@ -13,6 +13,7 @@ from agent.stream import streamed_turn
 from agent.turn import TurnResult, run_turn
 from compression.api import ERRORS, CompressOut
 from compression.tasks import result_dict
+from core.bodies import StorableBody
 from sessions_app.api.auth import READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import ErrorOut, MessageOut, SessionOut
 from sessions_app.services import get_session_for_channel
@@ -20,7 +21,7 @@ from sessions_app.services import get_session_for_channel
 router = Router(tags=["agent"])
 
 
-class TurnIn(Schema):
+class TurnIn(StorableBody, Schema):
     content: Annotated[str, Field(min_length=1)]
     name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     stream: bool = Field(

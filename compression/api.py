@@ -13,6 +13,7 @@ from compression.models import CompressionEvent
 from compression.policy import waiting
 from compression.policy.recovery import ModelError, enqueue_error, error_attempts, recover
 from compression.policy.triggers import Decision, enqueue_manual, enqueue_requested
+from core.bodies import StorableBody
 from sessions_app.api.auth import OPERATE, WRITE, ChannelRequest
 from sessions_app.api.schemas import ERRORS as STORE_ERRORS
 from sessions_app.api.schemas import ErrorOut, Integral, SessionOut
@@ -29,7 +30,7 @@ router = Router(tags=["compression"])
 ERRORS = {**STORE_ERRORS, 501: ErrorOut}
 
 
-class CompressIn(Schema):
+class CompressIn(StorableBody, Schema):
     # Defaults by name (default=...): a type checker sees no positional one, and the route
     # builds CompressIn() when the request has no body.
     around_position: Annotated[int, Field(ge=0, le=2**31), Integral] | None = Field(
@@ -199,7 +200,7 @@ def compress(request: ChannelRequest, session_id: str, payload: CompressIn | Non
     return Status(200, body)
 
 
-class CodexNotificationsIn(Schema):
+class CodexNotificationsIn(StorableBody, Schema):
     notifications: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=1_000)] = Field(
         description="Notifications the gateway received from the Codex app server, as sent "
         '(`{"method": "item/completed", "params": {...}}`); others are ignored.'
@@ -234,7 +235,7 @@ def codex_notifications(request: ChannelRequest, session_id: str, payload: Codex
     return {"recorded": recorded, "compressions": session.compressions}
 
 
-class ModelErrorIn(Schema):
+class ModelErrorIn(StorableBody, Schema):
     status: Annotated[int, Field(ge=100, le=599), Integral] | None = Field(
         description="The HTTP status the model answered the gateway's call (null: an error "
         "without one, such as one inside a stream)."

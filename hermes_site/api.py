@@ -18,6 +18,7 @@ from ninja.renderers import JSONRenderer
 from agent.api import router as agent_router
 from compression.api import router as compression_router
 from compression.api_events import router as events_router
+from core.bodies import state_in_schema
 from core.errors import report
 from search.api import router as search_router
 from search.query import MAX_QUERY_CHARS
@@ -40,7 +41,16 @@ class ReadableJSON(JSONRenderer):
             return json.dumps(data, cls=self.encoder_class)
 
 
-api = NinjaAPI(
+class GatewayAPI(NinjaAPI):
+    """States in the schema the body rule every endpoint enforces (``core.bodies``)."""
+
+    def get_openapi_schema(self, **kwargs: Any) -> Any:
+        schema = super().get_openapi_schema(**kwargs)
+        # session_search answers refused arguments to the model instead of rejecting them.
+        return state_in_schema(schema, exempt=frozenset({"agent_api_session_search"}))
+
+
+api = GatewayAPI(
     renderer=ReadableJSON(),
     title="Hermes Memory gateway API",
     version="1",

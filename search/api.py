@@ -11,6 +11,7 @@ from uuid import UUID
 from ninja import Query, Router, Schema
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from core.bodies import StorableBody
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
 from search.service import Filters, Hit, InvalidQuery, SearchResult, search
@@ -158,7 +159,7 @@ def search_messages(request: ChannelRequest, query: Query[SearchQuery]):
     return _search(request, query)
 
 
-class SearchBody(SearchQuery):
+class SearchBody(StorableBody, SearchQuery):
     """`GET /search`'s parameters as a JSON object, its types strict as every body's (`"5"` is
     not 5, `0` is not a time); a filter may also be null (not given)."""
 

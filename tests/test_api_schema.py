@@ -11,6 +11,7 @@ refusal of schema-valid data still fails this test.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 
 import pytest
@@ -22,6 +23,7 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.parameters import ParameterLocation
 
 from compression.testing.fake_model import FakeModelServer, Reply
+from core.bodies import NO_NUL
 from hermes_site.wsgi import application
 from search.query import MAX_TERMS, NOT_BLANK, parse_terms
 from sessions_app import services
@@ -32,18 +34,6 @@ ALL_CHECKS = CHECKS.get_all()
 
 # Loading the schema reads no database: the module loads it once, at collection.
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)
-
-
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def _moment(value) -> datetime | None:
@@ -65,10 +55,9 @@ def breaks_a_documented_rule(case) -> bool:
         return True  # since must be earlier than until
     if isinstance(query.get("q"), str) and len(parse_terms(query["q"])) > MAX_TERMS:
         return True  # at most 32 terms
-    body = case.body if isinstance(case.body, (dict, list)) else None
-    if any("\x00" in text for text in _strings(body)):
-        return True  # no NUL characters (PostgreSQL cannot store them)
-    for message in (body or {}).get("messages", []) if isinstance(body, dict) else []:
+    # (No NUL in any body string or key: the schema states it, core.bodies.)
+    body = case.body if isinstance(case.body, dict) else {}
+    for message in body.get("messages", []):
         ids = [call.get("id") for call in (message.get("tool_calls") or [])]
         if len(ids) != len(set(ids)):
             return True  # tool call ids are unique within a message
@@ -113,7 +102,8 @@ def gateway_key(db, hermes_config, chat_model):
 
 @schema.parametrize()
 @settings(
-    max_examples=40,
+    # HERMES_SCHEMA_EXAMPLES=300 makes the long run docs/api.md reports (about 10,000 requests).
+    max_examples=int(os.environ.get("HERMES_SCHEMA_EXAMPLES", "40")),
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
@@ -143,6 +133,13 @@ def test_the_schema_states_the_rules_it_can(client):
     assert q["schema"]["minLength"] == 1 and q["schema"]["pattern"] == NOT_BLANK
     tool = spec["components"]["schemas"]["ToolMessageIn"]
     assert "tool_call_id" in tool["required"]
+    # No NUL anywhere in a body: every string, every key, every free-form value.
+    user = spec["components"]["schemas"]["UserMessageIn"]
+    assert user["properties"]["content"]["oneOf"][0]["pattern"] == NO_NUL
+    assert user["propertyNames"] == {"pattern": NO_NUL}
+    assert user["additionalProperties"] == {"$ref": "#/components/schemas/StorableJSON"}
+    free = spec["components"]["schemas"]["StorableJSON"]["anyOf"]
+    assert {"type": "string", "pattern": NO_NUL} in free
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
             statuses = set(operation["responses"])
@@ -188,3 +185,21 @@ def test_unknown_or_repeated_query_parameters_are_refused(gateway):
         "/api/v1/sessions?limit=1&limit=2", HTTP_AUTHORIZATION=f"Bearer {gateway.key}"
     )
     assert response.status_code == 422 and "more than once" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "path, body, where",
+    [
+        ("messages", {"messages": [{"role": "user", "content": "a\x00b"}]}, "messages.0.content"),
+        ("messages", {"messages": [{"role": "user", "content": "a", "x": {"k\x00": 1}}]}, "x.k"),
+        ("search", {"q": "a\x00b"}, "q"),
+        ("sessions", {"title": "t\x00"}, "title"),
+    ],
+)
+def test_a_nul_anywhere_in_a_body_is_refused_with_its_place(gateway, path, body, where):
+    if path == "messages":
+        path = f"sessions/{gateway.open()['id']}/messages"
+    answer = gateway.post(f"/{path}", body)
+    assert answer.status_code == 422
+    assert where in answer.json()["errors"][0]["loc"]
+    assert "NUL" in answer.json()["detail"]

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from ninja import Path, Router, Schema, Status
 from pydantic import ConfigDict, Field
 
+from core.bodies import StorableBody
 from sessions_app import services
 from sessions_app.api.auth import READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import ERRORS, MessageOut
@@ -21,7 +22,7 @@ Label = Annotated[str, Path(description="The block's name.", pattern=LABEL_PATTE
 Position = Annotated[int, Path(description="The message's position.", ge=0)]
 
 
-class BlockIn(Schema):
+class BlockIn(StorableBody, Schema):
     text: str = Field(description="The block's text (at most memory_blocks.block_max_chars).")
     model_config = ConfigDict(extra="forbid")
 

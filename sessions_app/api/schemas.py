@@ -10,6 +10,7 @@ from ninja import Schema
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
+from core.bodies import StorableBody
 from sessions_app.models import Message, Session
 
 MAX_BATCH = 1_000
@@ -35,7 +36,7 @@ STRICT_BODY = ConfigDict(extra="forbid", strict=True)
 STRICT_MESSAGE = ConfigDict(extra="allow", strict=True)
 
 
-class SessionCreateIn(Schema):
+class SessionCreateIn(StorableBody, Schema):
     model: Annotated[str, Field(max_length=200)] = ""
     context_window: Annotated[int, Field(ge=1024, le=100_000_000), Integral] | None = Field(
         None,
@@ -288,7 +289,7 @@ class UsageIn(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
 
-class AppendIn(BaseModel):
+class AppendIn(StorableBody, BaseModel):
     messages: Annotated[list[MessageIn], Field(min_length=1, max_length=MAX_BATCH)] = Field(
         description="In order. A tool result must answer an unanswered call of the assistant "
         "message before it (in this batch or the live context): otherwise 409."
@@ -390,7 +391,7 @@ class MessagePage(Schema):
     )
 
 
-class RollbackIn(Schema):
+class RollbackIn(StorableBody, Schema):
     count: Annotated[int, Field(ge=1, le=10_000), Integral] = 1
     mode: Literal["undo", "regenerate"] = "undo"
     model_config = STRICT_BODY
@@ -401,7 +402,7 @@ class RollbackOut(Schema):
     rolled_back: list[MessageOut]
 
 
-class ResetIn(Schema):
+class ResetIn(StorableBody, Schema):
     keep_system_prompt: bool = True
     model_config = STRICT_BODY
 
