@@ -23,6 +23,7 @@ class CompressionEvent(models.Model):
         MANUAL_CLI = "manual_cli", "manual (CLI)"
         MANUAL_CHANNEL = "manual_channel", "manual (/compress)"
         MANUAL_ACP = "manual_acp", "manual (ACP)"
+        MANUAL_MCP = "manual_mcp", "manual (MCP)"
         MANUAL_ADMIN = "manual_admin", "manual (console)"
         MICRO = "micro", "micro-compaction"
         PRUNE = "prune", "proactive pruning"
@@ -53,6 +54,7 @@ class CompressionEvent(models.Model):
             Trigger.MANUAL_CLI,
             Trigger.MANUAL_CHANNEL,
             Trigger.MANUAL_ACP,
+            Trigger.MANUAL_MCP,
             Trigger.MANUAL_ADMIN,
         }
     )

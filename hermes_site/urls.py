@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from agent.mcp import http as mcp_http
 from hermes_site import health, metrics
 from hermes_site.api import api
 
@@ -19,6 +20,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("mcp", mcp_http.endpoint, name="mcp"),
     path("console/search/", include("search.urls")),
     path("console/", include("compression.urls")),
 ]

@@ -66,15 +66,25 @@ def conversation_near(session: Session, position: int, radius: int) -> list[Mess
     """The rows within ``radius`` of ``position``, whatever their kind (a summary's originals
     are archived rows at their own positions); rolled-back rows are not part of the
     conversation."""
+    return conversation_between(session, max(position - radius, 0), position + radius)
+
+
+def conversation_between(session: Session, first: int, last: int) -> list[Message]:
+    """The conversation's rows from position ``first`` to ``last``, as conversation_near."""
     return list(
-        Message.objects.filter(
-            session=session,
-            position__gte=max(position - radius, 0),
-            position__lte=position + radius,
-        )
+        Message.objects.filter(session=session, position__gte=first, position__lte=last)
         .exclude(active=False, compressed=False)
         .order_by("position", "id")
     )
+
+
+def summaries_at(session: Session, summary_ids: set[int]) -> dict[int, int]:
+    """The position of each of the session's summaries named (by id): where an archived
+    original's replacement sits."""
+    if not summary_ids:
+        return {}
+    rows = Message.objects.filter(session=session, pk__in=summary_ids, is_summary=True)
+    return dict(rows.values_list("id", "position"))
 
 
 def not_under_a_summary(session: Session) -> QuerySet[Message]:
