@@ -34,8 +34,9 @@ MESSAGE_COLUMNS = (
     "is_notice",
     "created_at",
     "continues_id",
+    "summarized_by_id",  # an archived hit's summary, which the MCP search names
 )
-SESSION_COLUMNS = ("id", "title", "total_messages", "channel_id")
+SESSION_COLUMNS = ("id", "title", "external_id", "total_messages", "channel_id")
 CHANNEL_COLUMNS = ("id", "name")
 
 _Converter = tuple[int, list[Callable[..., Any]], Any]

@@ -38,6 +38,7 @@ def test_create_channel_refuses_an_existing_name_unless_asked_for_a_new_key(db):
     assert authenticate(first) == authenticate(second) == Channel.objects.get(name="discord")
 
 
+@pytest.mark.slow  # the whole demo: about 2 s each
 def test_setup_demo_creates_a_login_a_key_and_a_long_mixed_conversation(db):
     output = run("setup_demo")
     (key,) = KEY.findall(output)
@@ -63,6 +64,7 @@ def test_setup_demo_creates_a_login_a_key_and_a_long_mixed_conversation(db):
     assert not pending
 
 
+@pytest.mark.slow  # the whole demo: about 2 s each
 def test_setup_demo_can_run_again_without_duplicating_anything(db):
     run("setup_demo")
     counts = (Session.objects.count(), Message.objects.count())
@@ -73,6 +75,7 @@ def test_setup_demo_can_run_again_without_duplicating_anything(db):
     assert len(KEY.findall(output)) == 1
 
 
+@pytest.mark.slow  # the whole demo: about 2 s each
 def test_the_demo_conversation_is_dated_over_its_two_weeks_in_order(db):
     from datetime import timedelta
 

@@ -581,7 +581,7 @@ def test_a_good_manual_compression_ends_the_failure_streak_and_the_cooldown(
         (30, 2_000, 8_000),
         (80, 300, 2_500),
         (200, 50, 1_200),
-        (25, 5_000, 20_000),
+        pytest.param(25, 5_000, 20_000, marks=pytest.mark.slow),  # 6 s: the quick lane skips it
     ],
 )
 def test_the_fallback_summary_as_stored_keeps_to_its_limit_wrapping_and_all(

@@ -306,6 +306,7 @@ def test_a_retry_below_the_sized_task_timeout_stops_start_up(tmp_path):
     assert "task_retry_seconds (60) must exceed the task timeout" in result.stderr
 
 
+@pytest.mark.slow  # a process per setting: 7 s
 def test_the_environment_chooses_the_database_and_broker(tmp_path):
     code = (
         "import django; django.setup(); from django.conf import settings as s; "

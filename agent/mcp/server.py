@@ -4,12 +4,14 @@ the JSON API would, never as a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult
@@ -28,13 +30,30 @@ INSTRUCTIONS = (
 )
 
 
-def _in_django(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A tool body runs in one of the SDK's worker threads: give back its database connection
-    as a request would, and turn the store's refusals into the tool's."""
+# Every tool body runs on this one thread of the process, one call at a time: its database
+# connection is opened once and kept (as a persistent connection would be), where a thread per
+# call would open one per call. A gunicorn sync worker answers one request at a time anyway;
+# over stdio, calls queue here in order.
+_DATABASE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-db")
 
-    @functools.wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
+
+def _fresh_connections() -> None:
+    """What Django does around a request, without its ``CONN_MAX_AGE`` (0 here: close at the
+    end): a connection left broken by an error is dropped; a good one is kept."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and (
+            connection.errors_occurred or connection.needs_rollback
+        ):
+            if not connection.is_usable():
+                connection.close()
+            connection.errors_occurred = False
+
+
+def _in_django(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool body, run on the database thread, its refusals turned into the tool's."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _fresh_connections()
         try:
             return fn(*args, **kwargs)
         except ServiceError as exc:
@@ -42,8 +61,11 @@ def _in_django(fn: Callable[..., Any]) -> Callable[..., Any]:
         except DatabaseError as exc:
             message = report(exc, f"the MCP tool {fn.__name__}")
             raise ToolError(f"the store failed ({message}); try again shortly") from None
-        finally:
-            close_old_connections()
+
+    @functools.wraps(fn)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_DATABASE, functools.partial(call, *args, **kwargs))
 
     return run
 

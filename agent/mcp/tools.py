@@ -155,37 +155,40 @@ def register(server: Any, caller_of: CallerOf) -> None:
             found = run_search(query, filters, limit=limit, offset=offset, window=window)
         except InvalidQuery as exc:
             raise ToolError(str(exc)) from None
-        hits = []
+        # Which summary replaced each archived hit: one query per session among the hits.
+        wanted: dict[Any, set[int]] = {}
         for hit in found.hits:
-            rows = [r for r in hit.window]
-            window_rows = [
-                answers.Row(
-                    position=r.position,
-                    role=r.role,
-                    kind=r.kind,
-                    created_at=r.created_at,
-                    text=r.lead,
-                )
-                for r in rows
-            ]
-            summary_id = hit.message.summarized_by_id
-            covers = summaries_at(hit.session, {summary_id} if summary_id else set())
-            hits.append(
-                answers.Hit(
-                    session_id=hit.session.pk,
-                    session_title=hit.session.title,
-                    external_id=hit.session.external_id,
-                    position=hit.message.position,
-                    role=hit.message.role,
-                    kind=hit.message.kind,
-                    created_at=hit.message.created_at,
-                    excerpt=answers.plain_excerpt(hit.excerpt_html),
-                    covered_by=covers.get(summary_id) if summary_id else None,
-                    window=window_rows,
-                    first_position=hit.bookmarks.start.position,
-                    last_position=hit.bookmarks.end.position,
-                )
+            if hit.message.summarized_by_id:
+                wanted.setdefault(hit.session, set()).add(hit.message.summarized_by_id)
+        covers: dict[int, int] = {}
+        for owner, ids in wanted.items():
+            covers |= summaries_at(owner, ids)
+        hits = [
+            answers.Hit(
+                session_id=hit.session.pk,
+                session_title=hit.session.title,
+                external_id=hit.session.external_id,
+                position=hit.message.position,
+                role=hit.message.role,
+                kind=hit.message.kind,
+                created_at=hit.message.created_at,
+                excerpt=answers.plain_excerpt(hit.excerpt_html),
+                covered_by=covers.get(hit.message.summarized_by_id or 0),
+                window=[
+                    answers.Row(
+                        position=r.position,
+                        role=r.role,
+                        kind=r.kind,
+                        created_at=r.created_at,
+                        text=r.lead,
+                    )
+                    for r in hit.window
+                ],
+                first_position=hit.bookmarks.start.position,
+                last_position=hit.bookmarks.end.position,
             )
+            for hit in found.hits
+        ]
         answer = answers.SearchAnswer(
             query=query,
             index=found.index,

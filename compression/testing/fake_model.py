@@ -388,7 +388,10 @@ class FakeModelServer:
         self.script = Script()
         self._server = _Server((host, port), _Handler)
         self._server.script = self.script
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: stopping waits for the loop to notice (0.5 s by default, in every test).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
