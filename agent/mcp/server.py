@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from agent.mcp import tools
 from agent.mcp.caller import Caller
+from core.config import get_config
 from core.errors import report
 from sessions_app.services import ServiceError
 
@@ -30,11 +31,13 @@ INSTRUCTIONS = (
 )
 
 
-# Every tool body runs on this one thread of the process, one call at a time: its database
-# connection is opened once and kept (as a persistent connection would be), where a thread per
-# call would open one per call. A gunicorn sync worker answers one request at a time anyway;
-# over stdio, calls queue here in order.
-_DATABASE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-db")
+# Tool bodies run on these threads of the process, each keeping its database connection (as a
+# persistent connection would be), where a thread per call would open one per call. As many
+# as gunicorn gives a process threads (server.web_threads), so a compress waiting for its
+# result holds one of them, not every MCP call of the process; over stdio, a few.
+_DATABASE = ThreadPoolExecutor(
+    max_workers=max(2, get_config().server.web_threads), thread_name_prefix="mcp-db"
+)
 
 
 def _fresh_connections() -> None:
