@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.utils import timezone
 
-from agent import recall, responses
+from agent import memory, recall, responses
 from agent.chat import (
     ChatError,
     ChatFailed,
@@ -42,6 +42,7 @@ from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors import live_context
 from sessions_app.selectors.context import live_rows
+from sessions_app.selectors.messages import last_position
 from sessions_app.services import (
     ServiceError,
     append_messages,
@@ -220,7 +221,7 @@ def turn_steps(
     attempts = 0
     waited_until = time.monotonic() + config.context_total_ceiling_seconds
     server_side = server_compaction_applies(session.model, config)
-    tools = [recall.schema()] if get_config().recall.tool and not server_side else None
+    tools = None if server_side else _offered(get_config())
     while True:
         try:
             if server_side:
@@ -314,7 +315,9 @@ def _tool_rounds(
         if not tools:  # tools were not offered (or a last call ignored tool_choice "none")
             reply = {"role": "assistant", "content": reply.get("content") or ""}
             break
-        answers = [_answer(session, call) for call in reply["tool_calls"]]
+        # The reply holding these calls is stored next, after the session's last row.
+        position = last_position(session) + 1
+        answers = [_answer(session, call, position) for call in reply["tool_calls"]]
         for call, answer in zip(reply["tool_calls"], answers, strict=True):
             yield {
                 "event": "tool",
@@ -360,14 +363,26 @@ def _call_again(
         ) from None
 
 
-def _answer(session: Session, call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call's result row: the search's answer, or an error the model can act on."""
+def _offered(config: Any) -> list[dict[str, Any]] | None:
+    """The tools the model is offered in a turn: recall, and the memory tools when on."""
+    tools = [recall.schema()] if config.recall.tool else []
+    if config.memory_blocks.model_tools:
+        tools += memory.schemas()
+    return tools or None
+
+
+def _answer(session: Session, call: dict[str, Any], position: int) -> dict[str, Any]:
+    """A tool call's result row: the tool's answer, or an error the model can act on."""
     function = call.get("function") or {}
     name = function.get("name")
+    config = get_config()
     if name == recall.NAME:
         answer = recall.run(session, function.get("arguments"))
+    elif name in memory.NAMES and config.memory_blocks.model_tools:
+        answer = memory.run(session, name, call, position)
     else:
-        answer = {"error": f"unknown tool {name!r}; the tool here is {recall.NAME}"}
+        offered = [t["function"]["name"] for t in _offered(config) or ()]
+        answer = {"error": f"unknown tool {name!r}; the tools here are {', '.join(offered)}"}
     return {
         "role": "tool",
         "tool_call_id": call.get("id") or "",

@@ -105,3 +105,6 @@ class MemoryConfig(Block):
     block_max_chars: Annotated[int, Field(ge=100, le=100_000)] = 5_000
     # Blocks per channel and per session.
     max_blocks: Annotated[int, Field(ge=1, le=100)] = 20
+    # Offer the model memory_write and memory_delete in the turn the service runs: it then
+    # keeps its session's blocks itself, each write audited with the message it came from.
+    model_tools: bool = False

@@ -413,6 +413,8 @@ class AuditEntry(models.Model):
         KEY_REVOKE = "key_revoke", "key revoked"
         KEY_ROTATE = "key_rotate", "key rotated"
         ERASE = "erase"
+        MEMORY_WRITE = "memory_write", "memory block written by the model"
+        MEMORY_DELETE = "memory_delete", "memory block deleted by the model"
 
     class Status(models.TextChoices):
         DONE = "done"
