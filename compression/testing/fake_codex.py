@@ -158,9 +158,7 @@ def websocket_server(host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
                 websocket.send(json.dumps(message))
 
     with serve(connection, host, port) as server:
-        thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         bound_host, bound_port = server.socket.getsockname()[:2]
         try:
