@@ -10,12 +10,15 @@ tool of the server ``hermes-memory`` reaches the model as ``mcp__hermes_memory__
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compression.testing.fake_model import FakeModelServer, Reply, Respond
 from tests.hermes_peer import HermesHome, is_summary_request, needs_hermes, text_of
+from tests.mcp_recording import RecordingProxy
 from tests.plugin_support import LiveService
 from tests.processes import isolated_env
 
@@ -23,6 +26,9 @@ pytestmark = [needs_hermes, pytest.mark.peer, pytest.mark.slow]
 
 FACT = "the staging database password rotates every Tuesday via vault path kv/zebra-42"
 SEARCH = "mcp__hermes_memory__search"
+# What Hermes sent in the turn below, recorded through a proxy (HERMES_RECORD_FIXTURES=1 writes
+# it again); tests/test_mcp.py replays it against the service where Hermes cannot install.
+RECORDED = Path(__file__).parent / "data" / "hermes_mcp" / "chat_turn.jsonl"
 
 
 class MemoryUsingModel:
@@ -98,7 +104,7 @@ def test_real_hermes_calls_the_memory_search_tool_and_its_reply_carries_the_arch
 ):
     live = archived_fact
     model = MemoryUsingModel()
-    with FakeModelServer() as chat:
+    with FakeModelServer() as chat, RecordingProxy(live.url) as proxy:
         chat.script.default = Respond(model.answer)
         home = HermesHome(
             tmp_path / "home",
@@ -106,7 +112,7 @@ def test_real_hermes_calls_the_memory_search_tool_and_its_reply_carries_the_arch
             config={
                 "mcp_servers": {
                     "hermes-memory": {
-                        "url": f"{live.url}/mcp",
+                        "url": f"{proxy.url}/mcp",
                         "headers": {"Authorization": "Bearer ${HERMES_MEMORY_KEY}"},
                     }
                 }
@@ -116,6 +122,11 @@ def test_real_hermes_calls_the_memory_search_tool_and_its_reply_carries_the_arch
             "Where does the staging database password rotate?",
             extra_env={"HERMES_MEMORY_KEY": live.key},
         )
+    if os.environ.get("HERMES_RECORD_FIXTURES") == "1":
+        proxy.save(RECORDED)
+    posts = [e for e in proxy.exchanges if e["method"] == "POST"]
+    assert [e["body"].get("method") for e in posts if "method" in e["body"]][:1] == ["initialize"]
+    assert all(e["status"] in (200, 202) for e in posts), posts
     assert model.offered and SEARCH in model.offered[0], model.offered[:1]
     offered = {name for name in model.offered[0] if name.startswith("mcp__hermes_memory__")}
     assert f"mcp__hermes_memory__{'read_messages'}" in offered

@@ -15,7 +15,7 @@ import pytest
 from compression.testing.fake_model import FakeModelServer, Reply
 from tests.mcp_clients import drive, over_http, over_stdio, text_of
 from tests.plugin_support import LiveService, call
-from tests.processes import isolated_env, python
+from tests.processes import ROOT, isolated_env, python
 
 pytestmark = pytest.mark.slow  # real processes: the service, its worker, stdio servers
 
@@ -320,3 +320,32 @@ def test_stdio_refuses_to_start_without_a_working_key(service, tmp_path):
     assert done.returncode != 0
     assert "$NO_SUCH_VAR: Missing channel key" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+RECORDED = ROOT / "tests" / "data" / "hermes_mcp" / "chat_turn.jsonl"
+
+
+def test_what_the_real_hermes_client_sent_is_answered_as_it_was(service):
+    """Hermes Agent 0.19.0's MCP client, as recorded in a real turn (tests/test_hermes_mcp.py):
+    its probes, its handshake, tools/list and the search call, replayed with this channel's key;
+    each gets the status Hermes got, and the search finds the fact."""
+    live, _, _ = service
+    recorded = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+    assert any((e["body"] or {}).get("method") == "tools/call" for e in recorded)
+    for exchange in recorded:
+        headers = {k: v for k, v in exchange["headers"].items() if k != "authorization"}
+        if "authorization" in exchange["headers"]:
+            headers["Authorization"] = f"Bearer {live.key}"
+        body = json.dumps(exchange["body"]).encode() if exchange["body"] is not None else None
+        request = urllib.request.Request(  # noqa: S310 - loopback
+            live.url + exchange["path"], data=body, method=exchange["method"], headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                status, answer = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, answer = error.code, error.read()
+        assert status == exchange["status"], (exchange, answer[:300])
+        if (exchange["body"] or {}).get("method") == "tools/call":
+            result = json.loads(answer)["result"]
+            assert not result.get("isError") and "kv/zebra-42" in result["content"][0]["text"]
