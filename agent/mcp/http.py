@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agent.mcp.caller import ENVIRON_KEY, Caller, Refused, caller_for
 from agent.mcp.server import build
+from core.errors import report
 
 PATH = "/mcp"
 STARTUP_SECONDS = 30
@@ -126,12 +127,16 @@ def endpoint(request: HttpRequest) -> HttpResponse:
         started["status"], started["headers"] = status, headers
         return lambda data: None
 
-    chunks = _app().wsgi(environ, start_response)
     try:
-        content = b"".join(chunks)
-    finally:
-        with contextlib.suppress(Exception):
-            chunks.close()  # type: ignore[attr-defined]
+        chunks = _app().wsgi(environ, start_response)
+        try:
+            content = b"".join(chunks)
+        finally:
+            with contextlib.suppress(Exception):
+                chunks.close()  # type: ignore[attr-defined]
+    except Exception as exc:  # the transport itself failed (tools' errors are answered inside)
+        message = report(exc, f"POST {PATH}")
+        return _rpc_error(503, message, code=-32603)
     response = HttpResponse(content, status=int(started["status"].split()[0]))
     for name, value in started["headers"]:
         if name.lower() not in ("content-length", "connection"):
