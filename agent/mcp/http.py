@@ -1,6 +1,6 @@
 """``/mcp``: the SDK's streamable-HTTP transport, on the port the service already serves.
 
-The service is WSGI (gunicorn's sync workers); the SDK's transport is ASGI. Each process runs
+The service is WSGI (gunicorn's threaded workers); the SDK's transport is ASGI. Each process runs
 the SDK's app on an event loop of its own thread, started on its first MCP request (after
 gunicorn's fork), with its session manager's lifespan entered once; a2wsgi carries each
 request across. The transport is stateless and answers JSON: any worker process can answer
