@@ -171,14 +171,15 @@ def _around(session: Session, position: int) -> dict[str, Any]:
                 "role": row.role,
                 "kind": row.kind,
                 "time": row.created_at.isoformat(timespec="seconds"),
-                "content": _text(row)[: chars * 4],
+                "content": row_text(row)[: chars * 4],
             }
             for row in rows
         ],
     }
 
 
-def _text(row: Message) -> str:
+def row_text(row: Message) -> str:
+    """A row's text as a tool shows it: its content, then each tool call it made."""
     text = row.content or ""
     for call in row.tool_calls or ():
         function = call.get("function") or {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from django.utils import timezone
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
@@ -159,8 +158,7 @@ def compress(request: ChannelRequest, session_id: str, payload: CompressIn | Non
             )
     if payload.memory_context is not None:
         check_text(payload.memory_context, "memory_context")
-    if session.compressing_until and session.compressing_until > timezone.now():
-        raise StateConflict("A compression of this session is already running.")
+    waiting.refuse_while_running(session)
     if payload.automatic:
         task_id = enqueue_requested(session, payload.memory_context)
     else:
@@ -172,7 +170,7 @@ def compress(request: ChannelRequest, session_id: str, payload: CompressIn | Non
             payload.confirm,
             payload.memory_context,
         )
-    body = waiting.result_of(task_id, session, payload.wait_seconds if payload.wait else None)
+    body = waiting.manual_result(task_id, session, payload.wait_seconds if payload.wait else None)
     if body is None:
         return Status(
             202,
@@ -182,15 +180,6 @@ def compress(request: ChannelRequest, session_id: str, payload: CompressIn | Non
                 "task_id": task_id,
                 "session": SessionOut.of(session),
             },
-        )
-    if body.get("outcome") == "running":
-        raise StateConflict(body.get("error") or "already running")
-    if body.get("needs_confirmation"):
-        refused = body["passes"][-1]
-        raise StateConflict(
-            f"The pre-compact checkpoint failed ({refused['error']}) and "
-            "compression.checkpoint_required is set, so nothing was changed. Send "
-            '"confirm": true to compress without the checkpoint.'
         )
     # The conversation goes on in the continuation when the compression made one.
     after = get_session_for_channel(request.auth, body.get("continued_in") or session_id)

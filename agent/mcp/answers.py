@@ -11,13 +11,11 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-Kind = Literal["live", "summary", "archived", "rolled_back", "notice"]
-
 
 class Row(BaseModel):
     position: int
     role: str
-    kind: Kind | str
+    kind: str = Field(description="live, summary, archived, rolled_back or notice.")
     created_at: datetime
     text: str = Field(description="The row's text; tool calls as '[calls name(arguments)]'.")
     covered_by: int | None = Field(
@@ -31,7 +29,7 @@ class Hit(BaseModel):
     external_id: str | None
     position: int
     role: str
-    kind: Kind | str = Field(description="live, summary or archived (replaced by a summary).")
+    kind: str = Field(description="live, summary or archived (replaced by a summary).")
     created_at: datetime
     excerpt: str = Field(description="The matching text, matches between ⟦ and ⟧.")
     covered_by: int | None = Field(

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from agent.mcp import answers
 from agent.mcp.caller import Caller
+from agent.recall import row_text
 from compression.models import CompressionEvent
 from compression.policy import waiting
 from compression.policy.triggers import enqueue_manual
@@ -32,7 +33,7 @@ from sessions_app.selectors.messages import (
     summaries_at,
 )
 from sessions_app.selectors.sessions import channel_sessions
-from sessions_app.services import ServiceError, get_session_for_channel
+from sessions_app.services import get_session_for_channel
 from sessions_app.services.memory import LABEL_PATTERN, Owner, blocks_for, delete_block, set_block
 from sessions_app.services.pins import set_pinned
 
@@ -81,14 +82,6 @@ def _session(caller: Caller, ref: str) -> Session:
     return found
 
 
-def _text(row: Message) -> str:
-    text = row.content or ""
-    for call in row.tool_calls or ():
-        function = call.get("function") or {}
-        text += f"\n[calls {function.get('name', '?')}({function.get('arguments', '')})]"
-    return text.strip()
-
-
 def _rows(session: Session, rows: list[Message]) -> list[answers.Row]:
     covers = summaries_at(session, {r.summarized_by_id for r in rows if r.summarized_by_id})
     return [
@@ -97,7 +90,7 @@ def _rows(session: Session, rows: list[Message]) -> list[answers.Row]:
             role=r.role,
             kind=r.kind,
             created_at=r.created_at,
-            text=_text(r),
+            text=row_text(r),
             covered_by=covers.get(r.summarized_by_id) if r.summarized_by_id else None,
         )
         for r in rows
@@ -374,14 +367,20 @@ def register(server: Any, caller_of: CallerOf) -> None:
             Field(max_length=500, description="What the summary must keep in detail."),
         ] = None,
         wait_seconds: Annotated[float, Field(ge=0, le=120)] = 30,
+        confirm: Annotated[
+            bool, Field(description="Go on if the pre-compact checkpoint fails.")
+        ] = False,
     ) -> Annotated[CallToolResult, answers.Compressed]:
         """Summarise the middle of a session now (the originals stay searchable). Needs the
-        operate scope. Waits up to wait_seconds for the result; after that it says 'queued'."""
+        operate scope. Waits up to wait_seconds for the result; after that it says 'queued'.
+        One already running for the session is refused, as in the API."""
         caller = caller_of(ctx)
         caller.need(Scope.OPERATE)
         target = _session(caller, session)
-        task_id = enqueue_manual(target, CompressionEvent.Trigger.MANUAL_MCP, focus)
-        body = waiting.result_of(task_id, target, wait_seconds)
+        waiting.refuse_while_running(target)
+        trigger = CompressionEvent.Trigger.MANUAL_MCP
+        task_id = enqueue_manual(target, trigger, focus, confirm=confirm)
+        body = waiting.manual_result(task_id, target, wait_seconds)
         if body is None:
             answer = answers.Compressed(session_id=target.pk, outcome="queued", task_id=task_id)
             return _result(answer, f"Queued (task {task_id}); the result lands in the events.")
@@ -408,7 +407,3 @@ def readable(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body",)) or "arguments"
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return "invalid arguments: " + "; ".join(parts)
-
-
-def service_error(exc: ServiceError) -> ToolError:
-    return ToolError(exc.message)
