@@ -315,8 +315,8 @@ def _tool_rounds(
         if not tools:  # tools were not offered (or a last call ignored tool_choice "none")
             reply = {"role": "assistant", "content": reply.get("content") or ""}
             break
-        # The reply holding these calls is stored next, after the session's last row.
-        position = last_position(session) + 1
+        # Where the reply holding these calls is stored next (a memory write records it).
+        position = last_position(session) + 1 if get_config().memory_blocks.model_tools else -1
         answers = [_answer(session, call, position) for call in reply["tool_calls"]]
         for call, answer in zip(reply["tool_calls"], answers, strict=True):
             yield {
