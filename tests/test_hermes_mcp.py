@@ -62,6 +62,13 @@ class MemoryUsingModel:
         return Reply(None, tool_calls=[call], usage={"prompt_tokens": 900, "completion_tokens": 9})
 
 
+def memory_home(path: Path, model_url: str, server_url: str, auth: str, **extra: Any) -> HermesHome:
+    """A Hermes home whose config.yaml names this service as the MCP server ``hermes-memory``,
+    as a user writes it."""
+    server = {"url": server_url, "headers": {"Authorization": auth}, **extra}
+    return HermesHome(path, model_url, config={"mcp_servers": {"hermes-memory": server}})
+
+
 @pytest.fixture
 def archived_fact(tmp_path):
     """The deployed service with the fact planted early in a conversation and then compressed
@@ -106,17 +113,8 @@ def test_real_hermes_calls_the_memory_search_tool_and_its_reply_carries_the_arch
     model = MemoryUsingModel()
     with FakeModelServer() as chat, RecordingProxy(live.url) as proxy:
         chat.script.default = Respond(model.answer)
-        home = HermesHome(
-            tmp_path / "home",
-            chat.base_url,
-            config={
-                "mcp_servers": {
-                    "hermes-memory": {
-                        "url": f"{proxy.url}/mcp",
-                        "headers": {"Authorization": "Bearer ${HERMES_MEMORY_KEY}"},
-                    }
-                }
-            },
+        home = memory_home(
+            tmp_path / "home", chat.base_url, f"{proxy.url}/mcp", "Bearer ${HERMES_MEMORY_KEY}"
         )
         turn = home.chat(
             "Where does the staging database password rotate?",
@@ -143,18 +141,12 @@ def test_real_hermes_with_a_wrong_key_gets_no_memory_tools_and_the_turn_still_an
     model = MemoryUsingModel()
     with FakeModelServer() as chat:
         chat.script.default = Respond(model.answer)
-        home = HermesHome(
+        home = memory_home(
             tmp_path / "home",
             chat.base_url,
-            config={
-                "mcp_servers": {
-                    "hermes-memory": {
-                        "url": f"{live.url}/mcp",
-                        "headers": {"Authorization": "Bearer hm_not_a_key"},
-                        "connect_timeout": 10,
-                    }
-                }
-            },
+            f"{live.url}/mcp",
+            "Bearer hm_not_a_key",
+            connect_timeout=10,
         )
         turn = home.chat("Where does the staging database password rotate?")
     assert model.offered and not any(n.startswith("mcp__hermes_memory__") for n in model.offered[0])

@@ -5,6 +5,7 @@ in-process: the tools run in the service's processes against its database."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -175,6 +176,23 @@ def test_after_compress_a_search_hit_says_it_is_archived_and_which_summary_repla
     assert kinds[hit["covered_by"]] in ("summary", "archived")
 
 
+def test_compress_while_one_runs_is_refused_as_the_api_refuses_it(service):
+    live, session_id, _ = service
+    hold = (
+        "from datetime import timedelta; from django.utils import timezone; "
+        "from sessions_app.models import Session; "
+        f"Session.objects.filter(pk='{session_id}').update(compressing_until=%s)"
+    )
+    python("manage.py", "shell", "-c", hold % "timezone.now() + timedelta(minutes=5)", env=live.env)
+    try:
+        refused = _call(live, "compress", {"session": "chat-1"})
+        assert refused.is_error and "already running" in text_of(refused), text_of(refused)
+        api = live.post(f"/sessions/{session_id}/compress", {})
+        assert api[0] == 409 and api[1]["detail"] in text_of(refused)
+    finally:
+        python("manage.py", "shell", "-c", hold % "None", env=live.env)
+
+
 def test_two_channels_keys_see_nothing_of_each_other(service):
     live, session_id, _ = service
     other = _key(live.env, "other-team")
@@ -283,6 +301,21 @@ def test_the_endpoint_answers_other_methods_and_bad_bodies_as_json(service):
     assert status == 405 and headers["Allow"] == "POST" and json.loads(body)["error"]
     status, _, body = _post_mcp(live, live.key, "not a json-rpc message")
     assert 400 <= status < 500 and b"Traceback" not in body
+    # A body declared over server.max_request_bytes (16 MiB by default) is refused before it
+    # is read: 413, in the protocol's words.
+    connection = http.client.HTTPConnection("127.0.0.1", live.port, timeout=30)
+    connection.putrequest("POST", "/mcp")
+    for name, value in (
+        ("Authorization", f"Bearer {live.key}"),
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(17 * 1024 * 1024)),
+    ):
+        connection.putheader(name, value)
+    connection.endheaders(b'{"jsonrpc": "2.0"')
+    answer = connection.getresponse()
+    said = json.loads(answer.read())
+    connection.close()
+    assert answer.status == 413 and "server.max_request_bytes" in said["error"]["message"]
     # The JSON API is unchanged beside it.
     assert call("GET", live.api + "/sessions", live.key)[0] == 200
 
