@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 import openai
 
 from agent import responses
-from core.config import ChatModelConfig
+from core.config import ChatModelConfig, get_config
+from core.redaction import redactor
 from sessions_app.services import ServiceError
 
 if TYPE_CHECKING:  # the SDK's types of what it sends; our messages are its format, as dicts
@@ -65,6 +66,12 @@ def call_responses(
     """One Responses API call with server-side compaction on (T7b): the reply, the usage, and
     the compaction item when the server compacted."""
     instructions, items = responses.to_responses_input(messages)
+    # The server compacts what it is sent, so this request is compaction egress: secret shapes
+    # in it are masked like a summariser's copy (compression.redaction); the stored rows are not.
+    # A compaction item is the server's own opaque blob and goes back as it came.
+    mask = redactor(get_config().compression.redaction)
+    instructions = mask.mask(instructions) if instructions else instructions
+    items = [i if i.get("type") == "compaction" else mask.mask_value(i) for i in items]
     client = client_for(chat)
     try:
         response = sdk_call(

@@ -101,6 +101,19 @@ class CompressionEvent(models.Model):
     repeats = models.PositiveIntegerField(null=True, blank=True)
     last_at = models.DateTimeField(null=True, blank=True, help_text="When it last happened.")
     shape = models.CharField(max_length=16, null=True, blank=True, editable=False)
+    # What left the service masked (core.redaction): counts by kind, never the values.
+    redactions = models.JSONField(null=True, blank=True, editable=False)
+    # A written summary scored against the span it replaced (compression.engine.retention):
+    # the share of the span's salient items the summary, head and tail still carry.
+    retention = models.FloatField(null=True, blank=True, editable=False)
+    salient_items = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    salient_kept = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    salient_missed = models.JSONField(null=True, blank=True, editable=False)
+    below_floor = models.BooleanField(
+        null=True, blank=True, editable=False, help_text="Scored under compression.scoring.floor."
+    )
+    # manage.py probe_summary: the questions asked of the summary and how they were answered.
+    probe = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -31,7 +31,9 @@ from core.config_blocks import (
     KeysConfig,
     MemoryConfig,
     RecallConfig,
+    RedactionConfig,
     RetentionConfig,
+    ScoringConfig,
     SearchConfig,
     token_shape,
 )
@@ -156,6 +158,10 @@ class CompressionConfig(_Block):
     # Compaction hooks; with checkpoint_required a failing pre-compact hook stops a compression.
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     checkpoint_required: bool = False
+    # Secret shapes masked in what leaves for a summariser, a hook or server-side compaction.
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    # Every written summary scored against its originals; under the floor it is flagged.
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     # legacy: the last protect_last_n messages (the seed); lean: Hermes's default (engine/tail.py)
     tail_mode: Literal["lean", "legacy"] = "legacy"
     progress_notices: bool = False

@@ -108,3 +108,65 @@ class MemoryConfig(Block):
     # Offer the model memory_write and memory_delete in the turn the service runs: it then
     # keeps its session's blocks itself, each write audited with the message it came from.
     model_tools: bool = False
+
+
+class RedactionConfig(Block):
+    """``compression.redaction``: secret shapes masked in what leaves for a summariser, a
+    compaction hook or server-side compaction (core.redaction). The originals are kept as sent."""
+
+    enabled: bool = True
+    # Built-in shapes by name (all by default): private_keys, url_passwords, bearer,
+    # provider_keys, aws_keys, env_secrets.
+    patterns: tuple[str, ...] = (
+        "private_keys",
+        "url_passwords",
+        "bearer",
+        "provider_keys",
+        "aws_keys",
+        "env_secrets",
+    )
+    # More shapes: a name for the mask and a Python regex; a group named "secret", if any, is
+    # what is masked (else the whole match).
+    extra_patterns: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("patterns", mode="before")
+    @classmethod
+    def _known(cls, value: object) -> object:
+        from core.redaction import NAMES
+
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            unknown = [v for v in value if v not in NAMES]
+            if unknown:
+                raise ValueError(
+                    f"unknown pattern {unknown[0]!r}; the built-in ones are {', '.join(NAMES)}"
+                )
+        return value
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for name, pattern in value.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
+                raise ValueError(f"{name!r}: a name is lower-case letters, digits and _")
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{name}: not a regular expression: {exc}") from None
+            if compiled.match(""):
+                raise ValueError(f"{name}: the pattern matches empty text")
+        return value
+
+
+class ScoringConfig(Block):
+    """``compression.scoring``: every written summary is scored against the originals it
+    replaces (compression.engine.retention); no model call."""
+
+    # A summary keeping a smaller share of its span's salient items than this is flagged, and
+    # the console offers to compress again with another model. 0: never flagged.
+    floor: Annotated[float, Field(ge=0, le=1)] = 0.6
+    # manage.py probe_summary asks the summariser this many questions by default.
+    probe_questions: Annotated[int, Field(ge=1, le=50)] = 6

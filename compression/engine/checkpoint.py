@@ -28,11 +28,13 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
+from compression.engine import egress
 from compression.engine.selection import Selection
 from compression.events import record_event
 from compression.models import CompressionEvent, HookDelivery
 from core.config import get_config
 from core.logs import task_kwargs
+from core.redaction import Tally
 from sessions_app.models import Session
 from sessions_app.services import guard_state
 
@@ -73,8 +75,10 @@ def pre_compact(
         },
     }
     if config.hooks.include_rows:
+        # Masked as the summariser's copy is (compression.redaction): a hook is egress too.
         payload["rows"] = [
-            {"position": m.position, "message": m.as_openai()} for m in selection.middle
+            {"position": m.position, "message": egress.masked_value(m.as_openai())}
+            for m in selection.middle
         ]
     # Whether a failure stops the pass; if it does, it ends the round too: the hooks after it
     # would hear of a compression that is not going to happen.
@@ -187,7 +191,7 @@ def deliver_post_compact(
             "message_id": summary.pk,
             "position": summary.position,
             "role": summary.role,
-            "content": summary.content,
+            "content": egress.masked_text(summary.content, Tally()),
             "covers_from": summary.covers_from_position,
             "covers_to": summary.covers_to_position,
             "tokens": summary.token_count,

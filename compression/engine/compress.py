@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from compression.engine import checkpoint, hooks, notice
+from compression.engine import checkpoint, egress, hooks, notice
 from compression.engine import claim as claims
 from compression.engine import prompt as prompts
 from compression.engine.fallback import local_summary
@@ -26,6 +26,7 @@ from compression.engine.tail import select_live
 from compression.events import record_event, record_written
 from compression.models import CompressionEvent
 from core.config import get_config
+from core.redaction import Tally
 from core.text import counted
 from sessions_app import tokens
 from sessions_app.models import Message, Session
@@ -267,19 +268,28 @@ def _summarise(
     config = get_config().compression
     trigger, focus, target = asked
     budget = prompts.budget_tokens(selection.middle_tokens, config, session.context_window)
+    # Everything the prompt and a local summary are built from is masked first: what leaves
+    # never holds a secret shape, nor does what is written (compression.redaction).
+    masked = Tally()
+    chat = egress.masked_rows(selection.chat, masked)
+    previous = egress.masked_rows(selection.previous_summaries, masked)
     built = prompts.build_prompt(
-        selection.chat,
-        selection.previous_summaries,
+        chat,
+        previous,
         target_tokens=budget,
         config=config,
-        focus=focus,
-        memory_context=memory_context,
+        focus=egress.masked_text(focus, masked),
+        memory_context=egress.masked_text(memory_context, masked),
     )
     model = get_config().auxiliary.compression
     error = ""
     failure_kind = ""
     if model.configured and not use_model:
-        text, fallback, model_name = _local(selection, config, session.recall_tool), True, "local"
+        text, fallback, model_name = (
+            _local(selection, chat, previous, config, session),
+            True,
+            "local",
+        )
         error = "the summary model failed earlier in this run; local summary used"
     elif model.configured:
         try:
@@ -305,17 +315,23 @@ def _summarise(
                     reason="summary failed; abort_on_summary_failure is set, so nothing changed",
                     duration_ms=int((time.monotonic() - started) * 1000),
                     attempt=attempt_no,
+                    redactions=masked.as_dict(),
                 )
                 return PassResult(Outcome.FAILED, event, model_failed=True)
-            text, fallback, model_name = _local(selection, config, session.recall_tool), True, ""
+            text, fallback, model_name = (
+                _local(selection, chat, previous, config, session),
+                True,
+                "",
+            )
     else:
-        text, fallback, model_name = _local(selection, config, session.recall_tool), True, ""
+        text, fallback, model_name = _local(selection, chat, previous, config, session), True, ""
         error = "no summary model configured (auxiliary.compression); local summary used"
 
     return _write_back(
         session,
         selection,
-        text,
+        egress.masked_text(text, masked) or text,
+        masked=masked,
         fallback=fallback,
         trigger=trigger,
         target=target,
@@ -333,16 +349,14 @@ def _counter(session: Session):
     return lambda text: tokens.count_message({"role": "user", "content": text}, session.model)
 
 
-def _local(selection: Selection, config, tool: str) -> str:
-    """The local summary, its wrapping (with the note on the positions it covers) included in
-    ``fallback_summary_max_chars``."""
+def _local(
+    selection: Selection, chat: list[Message], previous: list[Message], config, session: Session
+) -> str:
+    """The local summary of the (masked) rows, its wrapping (with the note on the positions it
+    covers) included in ``fallback_summary_max_chars``."""
     covers = (selection.middle[0].position, selection.middle[-1].position)
-    wrapping = prompts.wrapping_chars(fallback=True, covers=covers, tool=tool)
-    return local_summary(
-        selection.chat,
-        selection.previous_summaries,
-        max(1, config.fallback_summary_max_chars - wrapping),
-    )
+    wrapping = prompts.wrapping_chars(fallback=True, covers=covers, tool=session.recall_tool)
+    return local_summary(chat, previous, max(1, config.fallback_summary_max_chars - wrapping))
 
 
 def _note_failure(session: Session, config) -> None:
@@ -357,6 +371,7 @@ def _write_back(
     selection: Selection,
     text: str,
     *,
+    masked: Tally,
     fallback: bool,
     trigger: str,
     target: int | None,
@@ -403,6 +418,7 @@ def _write_back(
             "nothing was written",
             duration_ms=int((time.monotonic() - started) * 1000),
             attempt=attempt_no,
+            redactions=masked.as_dict(),
         )
         return PassResult(Outcome.INEFFECTIVE, event, model_failed=failed)
     with transaction.atomic():
@@ -466,6 +482,7 @@ def _write_back(
             error=error,
             duration_ms=int((time.monotonic() - started) * 1000),
             attempt=attempt_no,
+            redactions=masked.as_dict(),
         )
         checkpoint.post_compact_later(locked, event)  # queued once this commits
     return PassResult(outcome, event, summary, model_failed=failed)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from compression.engine import claim as claims
+from compression.engine import egress
 from compression.engine import prompt as prompts
 from compression.engine.fallback import local_summary
 from compression.engine.summarizer import SummaryFailed, summarize, vet
@@ -27,6 +28,7 @@ from compression.events import record_event
 from compression.models import CompressionEvent
 from core.config import get_config
 from core.errors import report
+from core.redaction import Tally
 from sessions_app import tokens
 from sessions_app.models import Message, Session
 from sessions_app.selectors.context import live_rows
@@ -60,10 +62,14 @@ def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:
     return group
 
 
-def _summarise(chat: list[Message], previous: list[Message], target: int) -> tuple[str, bool, str]:
-    """(text, fallback, model name): the summariser, else the local summary."""
+def _summarise(
+    chat: list[Message], previous: list[Message], target: int, masked: Tally
+) -> tuple[str, bool, str]:
+    """(text, fallback, model name): the summariser, else the local summary, both built from
+    masked copies of the rows (compression.redaction)."""
     config = get_config().compression
     model = get_config().auxiliary.compression
+    chat, previous = egress.masked_rows(chat, masked), egress.masked_rows(previous, masked)
     if model.configured:
         built = prompts.build_prompt(chat, previous, target_tokens=target, config=config)
         try:
@@ -75,11 +81,15 @@ def _summarise(chat: list[Message], previous: list[Message], target: int) -> tup
             )
             # A fold is one turn: only the refusal rule applies, not the share of tokens.
             vet(result.text, 0, len)
-            return result.text, False, result.model
+            return egress.masked_text(result.text, masked) or result.text, False, result.model
         except SummaryFailed as failed:
             logger.warning("micro-compaction summary failed: %s", failed)
     room = config.fallback_summary_max_chars - prompts.wrapping_chars(fallback=True)
-    return local_summary(chat, previous, max(1, room)), True, "local"
+    return (
+        egress.masked_text(local_summary(chat, previous, max(1, room)), masked) or "",
+        True,
+        "local",
+    )
 
 
 def micro_compact(session: Session) -> MicroResult:
@@ -117,8 +127,9 @@ def _fold(session: Session, config) -> MicroResult:
     if not group:
         return MicroResult(Outcome.SKIPPED, "no turn outside the protected tail to fold")
     group_tokens = sum(m.token_count for m in group)
+    masked = Tally()
     text, fallback, model_name = _summarise(
-        group, previous, prompts.budget_tokens(group_tokens, config, session.context_window)
+        group, previous, prompts.budget_tokens(group_tokens, config, session.context_window), masked
     )
     content = prompts.wrap_summary(text, fallback=fallback)
     # The rolling summary's neighbours once the fold is done: the head's last row, and the row
@@ -134,7 +145,7 @@ def _fold(session: Session, config) -> MicroResult:
     if summary_tokens > config.micro_compact_defrag_threshold_tokens:
         draft = Message(role=role, content=content, is_summary=True, position=group[0].position)
         text, fallback2, _ = _summarise(
-            [], [draft], config.micro_compact_defrag_threshold_tokens // 2
+            [], [draft], config.micro_compact_defrag_threshold_tokens // 2, masked
         )
         fallback = fallback or fallback2
         content = prompts.wrap_summary(text, fallback=fallback)
@@ -197,5 +208,6 @@ def _fold(session: Session, config) -> MicroResult:
         summary_message=summary,
         summary_model=model_name,
         error=error,
+        redactions=masked.as_dict(),
     )
     return MicroResult(outcome, reason, summary)

@@ -1,0 +1,42 @@
+"""What leaves for a summariser or a hook, masked (``compression.redaction``, core.redaction).
+
+The rows handed out are unsaved copies: the stored originals stay byte for byte."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from core.config import get_config
+from core.redaction import Redactor, Tally, redactor
+from sessions_app.models import Message
+
+
+def active() -> Redactor:
+    return redactor(get_config().compression.redaction)
+
+
+def masked_rows(rows: list[Message], tally: Tally) -> list[Message]:
+    """Copies of ``rows`` whose text and tool-call arguments are masked."""
+    mask = active()
+    if not mask.rules:
+        return rows
+    out = []
+    for row in rows:
+        content = mask.mask(row.content or "", tally) if row.content else row.content
+        calls = mask.mask_value(row.tool_calls, tally) if row.tool_calls else row.tool_calls
+        if content == row.content and calls == row.tool_calls:
+            out.append(row)
+            continue
+        twin = copy.copy(row)
+        twin.content, twin.tool_calls = content, calls
+        out.append(twin)
+    return out
+
+
+def masked_text(text: str | None, tally: Tally) -> str | None:
+    return active().mask(text, tally) if text else text
+
+
+def masked_value(value: Any, tally: Tally | None = None) -> Any:
+    return active().mask_value(value, tally)
