@@ -250,6 +250,8 @@ class SummaryModelConfig(_Block):
     timeout: Annotated[float, Field(gt=0)] = 120
     extra_body: dict[str, Any] = Field(default_factory=dict)
     reasoning_effort: str = ""
+    # Hermes Agent's names: chat completions, or the Responses API (Codex-style providers).
+    api_mode: Literal["chat_completions", "codex_responses"] = "chat_completions"
 
     @property
     def configured(self) -> bool:

@@ -28,7 +28,7 @@ UNUSED_KEYS: dict[str, frozenset[str]] = {
         openai_runtime reasoning_echo auth_mode entra""".split()
     ),
     "auxiliary.compression": frozenset(
-        """context_length api_mode fallback_chain max_concurrency no_progress_timeout""".split()
+        """context_length fallback_chain max_concurrency no_progress_timeout""".split()
     ),
     "compression": frozenset(),
 }

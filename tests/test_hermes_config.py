@@ -64,7 +64,7 @@ def test_the_lean_file_a_current_hermes_writes_loads(monkeypatch):
         ("model", "ollama_num_ctx", 32768),
         ("model", "default_headers", {"User-Agent": "curl/8.7.1"}),
         ("auxiliary.compression", "context_length", 1_048_576),
-        ("auxiliary.compression", "api_mode", "chat_completions"),
+        ("auxiliary.compression", "fallback_chain", []),
     ],
 )
 def test_a_key_hermes_has_and_this_service_does_not_use_is_accepted_and_named(

@@ -5,7 +5,9 @@ return empty or cut summaries, which caused compression loops elsewhere; the pro
 target length instead. The reply is streamed so that both timeouts hold: ``idle`` (no byte for
 that long) through the HTTP read timeout, ``total`` by a deadline checked as chunks arrive.
 Reasoning (``<think>…</think>``, ``reasoning_content``) is never stored; an empty or
-reasoning-only answer is a failure.
+reasoning-only answer is a failure, and so is one the provider cut off at its own limit
+(``finish_reason: length``, a Responses API ``incomplete``). ``api_mode`` picks chat completions
+(the default) or the Responses API (``codex_responses``), Hermes Agent's names.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 
@@ -67,28 +70,10 @@ def summarize(
     )
     deadline = time.monotonic() + total_timeout
     extra = dict(model.extra_body)
-    if model.reasoning_effort:
-        extra["reasoning_effort"] = model.reasoning_effort
     parts: list[str] = []
-    chunks = 0
+    read = _read_responses if model.api_mode == "codex_responses" else _read_chat
     try:
-        stream = client.chat.completions.create(
-            model=model.model,
-            messages=[
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ],
-            stream=True,
-            extra_body=extra or None,
-        )
-        with stream:
-            for chunk in stream:
-                chunks += 1
-                if time.monotonic() > deadline:
-                    raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
-                for choice in chunk.choices or ():
-                    if choice.delta and choice.delta.content:
-                        parts.append(choice.delta.content)
+        chunks, stop = read(client, prompt, model, extra, parts, deadline, total_timeout)
     except SummaryFailed:
         raise
     except openai.APITimeoutError:
@@ -103,6 +88,14 @@ def summarize(
         raise SummaryFailed("bad_response", str(exc)[:300]) from None
     finally:
         client.close()
+    if stop in CUT_OFF:
+        # The provider stopped the reply at its own limit (reasoning models reach it thinking):
+        # a cut summary kept as good is the loop L2 warns of -- compress, too little, again.
+        raise SummaryFailed(
+            "truncated",
+            f"the reply was cut off ({stop}) after {len(''.join(parts)):,} characters; a "
+            "partial summary is not kept",
+        )
     if not chunks:
         # A 200 whose body is not a chat-completions stream (an HTML error page, a JSON
         # object): the SDK yields nothing from it. Not an empty summary -- a wrong answer.
@@ -111,6 +104,87 @@ def summarize(
     if not text:
         raise SummaryFailed("empty", "the model returned no summary text (or only reasoning)")
     return Summary(text=text, model=model.model)
+
+
+# How a provider says it stopped a reply at its output limit, or withheld it: chat completions'
+# finish_reason, the Responses API's incomplete_details.reason.
+CUT_OFF = frozenset({"length", "content_filter", "max_output_tokens", "incomplete"})
+
+
+def _read_chat(
+    client: openai.OpenAI,
+    prompt: Prompt,
+    model: SummaryModelConfig,
+    extra: dict[str, Any],
+    parts: list[str],
+    deadline: float,
+    total_timeout: float,
+) -> tuple[int, str]:
+    """Stream a chat completion into ``parts``: (chunks read, the finish_reason)."""
+    if model.reasoning_effort:
+        extra["reasoning_effort"] = model.reasoning_effort
+    chunks, stop = 0, ""
+    stream = client.chat.completions.create(
+        model=model.model,
+        messages=[
+            {"role": "system", "content": prompt.system},
+            {"role": "user", "content": prompt.user},
+        ],
+        stream=True,
+        extra_body=extra or None,
+    )
+    with stream:
+        for chunk in stream:
+            chunks += 1
+            if time.monotonic() > deadline:
+                raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+            for choice in chunk.choices or ():
+                if choice.delta and choice.delta.content:
+                    parts.append(choice.delta.content)
+                if choice.finish_reason:
+                    stop = choice.finish_reason
+    return chunks, stop
+
+
+def _read_responses(
+    client: openai.OpenAI,
+    prompt: Prompt,
+    model: SummaryModelConfig,
+    extra: dict[str, Any],
+    parts: list[str],
+    deadline: float,
+    total_timeout: float,
+) -> tuple[int, str]:
+    """The same over the Responses API (``api_mode: codex_responses``): (events read, why the
+    response was incomplete, if it was)."""
+    options: dict[str, Any] = {}
+    if model.reasoning_effort:
+        options["reasoning"] = {"effort": model.reasoning_effort}
+    events, stop = 0, ""
+    stream = client.responses.create(
+        model=model.model,
+        instructions=prompt.system,
+        input=prompt.user,
+        stream=True,
+        store=False,
+        extra_body=extra or None,
+        **options,
+    )
+    with stream:
+        for event in stream:
+            events += 1
+            if time.monotonic() > deadline:
+                raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+            if event.type == "response.output_text.delta":
+                parts.append(event.delta)
+            elif event.type in ("response.incomplete", "response.completed"):
+                details = event.response.incomplete_details
+                if event.response.status == "incomplete":
+                    stop = (details.reason if details else None) or "incomplete"
+            elif event.type in ("response.failed", "error"):
+                error = getattr(getattr(event, "response", None), "error", None) or event
+                raise SummaryFailed("bad_response", str(getattr(error, "message", error))[:300])
+    return events, stop
 
 
 # A reply that opens like this and stays short is the model declining, not a summary.

@@ -52,6 +52,14 @@ class Reply:
     compaction: str | None = None
     # Chat completions (not streamed): the model calls tools, as OpenAI's ``message.tool_calls``.
     tool_calls: list[dict[str, Any]] | None = None
+    # Why the reply ended: "length" is a reply cut off at the provider's output limit (a
+    # Responses answer is then ``incomplete``, reason ``max_output_tokens``). None: "stop", or
+    # "tool_calls" with tool calls.
+    finish_reason: str | None = None
+
+    @property
+    def finish(self) -> str:
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
 
 
 @dataclass
@@ -105,8 +113,8 @@ _SERIALS = itertools.count(1)
 
 def digest(body: dict[str, Any] | None, ratio: float) -> str:
     messages = (body or {}).get("messages") or []
-    prompt = messages[-1].get("content") if messages else ""
-    prompt = prompt if isinstance(prompt, str) else ""
+    prompt = messages[-1].get("content") if messages else (body or {}).get("input", "")
+    prompt = prompt if isinstance(prompt, str) else ""  # a Responses request's input, as text
     if TRANSCRIPT not in prompt:
         return f"(loopback model) I read {len(messages)} message(s); this is a scripted reply."
     transcript = prompt.split(TRANSCRIPT, 1)[1]
@@ -224,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
                         {
                             "index": 0,
                             "message": message,
-                            "finish_reason": "tool_calls" if behaviour.tool_calls else "stop",
+                            "finish_reason": behaviour.finish,
                         }
                     ],
                     "usage": behaviour.usage
@@ -273,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
                 half = len(arguments) // 2
                 for piece in (arguments[:half], arguments[half:]):
                     send({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            send({}, finish="tool_calls" if behaviour.tool_calls else "stop")
+            send({}, finish=behaviour.finish)
             if with_usage:
                 usage = behaviour.usage or {"prompt_tokens": 10, "completion_tokens": 10}
                 chunk = {
@@ -326,7 +334,10 @@ class _Handler(BaseHTTPRequestHandler):
                         delta=delta,
                     )
                 send("response.output_item.done", output_index=index, item=item)
-            send("response.completed", response=final)
+            kind = (
+                "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+            )
+            send(kind, response=final)
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up
 
@@ -355,11 +366,16 @@ def _response(behaviour: Reply, model: str) -> dict[str, Any]:
         }
     )
     usage = behaviour.usage or {"input_tokens": 10, "output_tokens": 10}
+    cut = behaviour.finish_reason in ("length", "content_filter")
+    reason = "max_output_tokens" if behaviour.finish_reason == "length" else "content_filter"
+    if cut:
+        output[-1]["status"] = "incomplete"
     return {
         "id": f"resp_fake_{serial}",
         "object": "response",
         "created_at": int(time.time()),
-        "status": "completed",
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": reason} if cut else None,
         "model": model,
         "output": output,
         "parallel_tool_calls": True,
