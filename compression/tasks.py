@@ -53,6 +53,18 @@ def contained(trigger: str | None = None) -> Callable:
     return wrap
 
 
+# What a pass reports of its summary's score and what it masked (compression.engine.retention,
+# compression.redaction).
+SCORE_FIELDS = (
+    "retention",
+    "salient_items",
+    "salient_kept",
+    "salient_missed",
+    "below_floor",
+    "redactions",
+)
+
+
 def result_dict(result: CompressionResult) -> dict[str, Any]:
     return {
         "session_id": str(result.session.pk),
@@ -67,6 +79,7 @@ def result_dict(result: CompressionResult) -> dict[str, Any]:
                 "summary_message_id": p.summary.pk if p.summary else None,
                 "reason": p.event.reason,
                 "error": p.event.error,
+                **{name: getattr(p.event, name) for name in SCORE_FIELDS},
             }
             for p in result.passes
         ],

@@ -192,6 +192,52 @@ def _durations() -> list[Metric]:
     return [family]
 
 
+RETENTION_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+
+def _retention() -> list[Metric]:
+    """Summary scores: the share of its span's salient items each written summary kept
+    (compression.engine.retention), by outcome -- a local fallback's against a model's -- and
+    how many fell under compression.scoring.floor. One grouped query."""
+    family = HistogramMetricFamily(
+        "hermes_summary_retention_ratio",
+        "Share of the replaced span's salient items (identifiers, paths, URLs, numbers, codes, "
+        "recurring CJK terms) a written summary, its head and its tail still carry, by outcome.",
+        labels=["outcome"],
+    )
+    flagged = CounterMetricFamily(
+        "hermes_summary_below_floor",
+        "Written summaries scored under compression.scoring.floor, by outcome.",
+        labels=["outcome"],
+    )
+    counts = {
+        f"le{i}": Count("id", filter=Q(retention__lte=bound))
+        for i, bound in enumerate(RETENTION_BUCKETS)
+    }
+    rows = (
+        CompressionEvent.objects.filter(outcome__in=WRITTEN, retention__isnull=False)
+        .order_by()
+        .values("outcome")
+        .annotate(
+            total=Count("id"),
+            sum=Coalesce(Sum("retention"), 0.0),
+            low=Count("id", filter=Q(below_floor=True)),
+            **counts,
+        )
+    )
+    seen = set()
+    for row in rows:
+        buckets = [(str(float(b)), row[f"le{i}"]) for i, b in enumerate(RETENTION_BUCKETS)]
+        buckets.append(("+Inf", row["total"]))
+        family.add_metric([row["outcome"]], buckets, row["sum"])
+        flagged.add_metric([row["outcome"]], row["low"])
+        seen.add(row["outcome"])
+    for outcome in WRITTEN:  # a series before the first one: an alert can watch it
+        if outcome not in seen:
+            flagged.add_metric([outcome], 0)
+    return [family, flagged]
+
+
 def _guards() -> list[Metric]:
     """Sessions held back right now, by what holds them: one pass over the sessions table."""
     from compression.policy.triggers import AUTO_QUEUE_STALE
@@ -308,6 +354,7 @@ def _sizes() -> list[Metric]:
 PARTS = [
     Part("compressions", _compressions),
     Part("durations", _durations),
+    Part("retention", _retention),
     Part("guards", _guards),
     Part("queue", _queue),
     # Sizes move slowly, and SQLite's dbstat reads every page: once a minute is plenty.

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from compression.models import CompressionEvent
 from hermes_site import metrics
 from sessions_app.models import Session
 from tests.test_compression import turn
@@ -24,6 +25,8 @@ FAMILIES = (
     "hermes_compression_duration_seconds",
     "hermes_compression_fallbacks_total",
     "hermes_compression_failures_total",
+    "hermes_summary_retention_ratio",
+    "hermes_summary_below_floor_total",
     "hermes_sessions_held",
     "hermes_task_queue_depth",
     "hermes_task_queue_oldest_age_seconds",
@@ -138,6 +141,15 @@ def test_a_compression_moves_the_counters_tokens_and_latency_histogram(gateway):
     )
     assert moved("hermes_compression_duration_seconds_count", outcome="fallback") == 1
     assert moved("hermes_compression_duration_seconds_bucket", outcome="fallback", le="+Inf") == 1
+    # Every written summary is scored: one more in the histogram, its sum the event's score.
+    event = CompressionEvent.objects.get(pk=pass_["event_id"])
+    assert event.retention is not None
+    assert moved("hermes_summary_retention_ratio_count", outcome="fallback") == 1
+    assert moved("hermes_summary_retention_ratio_sum", outcome="fallback") == pytest.approx(
+        event.retention
+    )
+    low = 1 if event.below_floor else 0
+    assert moved("hermes_summary_below_floor_total", outcome="fallback") == low
 
 
 def test_api_requests_and_searches_move_their_histograms_by_route_status_and_index(gateway):

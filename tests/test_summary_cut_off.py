@@ -150,3 +150,4 @@ def test_micro_compaction_does_not_fold_a_cut_reply(
     micro = CompressionEvent.objects.filter(session_id=sid, trigger="micro").first()
     assert micro is not None and micro.outcome == Outcome.FALLBACK
     assert CUT not in micro.summary_message.content
+    assert micro.retention is not None  # a fold is scored like any written summary

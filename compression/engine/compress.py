@@ -19,6 +19,7 @@ from django.utils import timezone
 from compression.engine import checkpoint, egress, hooks, notice
 from compression.engine import claim as claims
 from compression.engine import prompt as prompts
+from compression.engine import retention as scoring
 from compression.engine.fallback import local_summary
 from compression.engine.selection import Selection, select_around
 from compression.engine.summarizer import SummaryFailed, summarize, vet
@@ -332,6 +333,7 @@ def _summarise(
         selection,
         egress.masked_text(text, masked) or text,
         masked=masked,
+        span=[*previous, *chat],
         fallback=fallback,
         trigger=trigger,
         target=target,
@@ -372,6 +374,7 @@ def _write_back(
     text: str,
     *,
     masked: Tally,
+    span: list[Message],
     fallback: bool,
     trigger: str,
     target: int | None,
@@ -421,12 +424,15 @@ def _write_back(
             redactions=masked.as_dict(),
         )
         return PassResult(Outcome.INEFFECTIVE, event, model_failed=failed)
+    # Scored before the write (CPU only, no lock held): what of the span the summary, the head,
+    # the pinned rows and the tail still carry.
+    scored = scoring.score_rows(span, text, [*selection.head, *selection.pinned, *selection.tail])
     with transaction.atomic():
         locked = lock_session(session)
-        span = live_span(
+        live = live_span(
             locked, first.position, last.position, leave=[m.pk for m in selection.pinned]
         )
-        now_live = span_totals(span)
+        now_live = span_totals(live)
         if (
             now_live["n"] != len(expected_ids)
             or now_live["tokens"] != expected_tokens
@@ -446,7 +452,7 @@ def _write_back(
         tokens_before, messages_before = locked.live_tokens, locked.live_messages
         summary, archived = replace_with_summary(
             locked,
-            span,
+            live,
             position=first.position,
             role=role,
             content=content,
@@ -483,6 +489,7 @@ def _write_back(
             duration_ms=int((time.monotonic() - started) * 1000),
             attempt=attempt_no,
             redactions=masked.as_dict(),
+            **scoring.event_fields(scored),
         )
         checkpoint.post_compact_later(locked, event)  # queued once this commits
     return PassResult(outcome, event, summary, model_failed=failed)

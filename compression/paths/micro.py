@@ -21,6 +21,7 @@ from django.db import transaction
 from compression.engine import claim as claims
 from compression.engine import egress
 from compression.engine import prompt as prompts
+from compression.engine import retention as scoring
 from compression.engine.fallback import local_summary
 from compression.engine.summarizer import SummaryFailed, summarize, vet
 from compression.engine.tail import select_live
@@ -65,11 +66,10 @@ def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:
 def _summarise(
     chat: list[Message], previous: list[Message], target: int, masked: Tally
 ) -> tuple[str, bool, str]:
-    """(text, fallback, model name): the summariser, else the local summary, both built from
-    masked copies of the rows (compression.redaction)."""
+    """(text, fallback, model name): the summariser, else the local summary, of rows already
+    masked (compression.redaction); the text is masked too, whatever the model wrote."""
     config = get_config().compression
     model = get_config().auxiliary.compression
-    chat, previous = egress.masked_rows(chat, masked), egress.masked_rows(previous, masked)
     if model.configured:
         built = prompts.build_prompt(chat, previous, target_tokens=target, config=config)
         try:
@@ -128,8 +128,12 @@ def _fold(session: Session, config) -> MicroResult:
         return MicroResult(Outcome.SKIPPED, "no turn outside the protected tail to fold")
     group_tokens = sum(m.token_count for m in group)
     masked = Tally()
+    span = egress.masked_rows(previous, masked) + egress.masked_rows(group, masked)
     text, fallback, model_name = _summarise(
-        group, previous, prompts.budget_tokens(group_tokens, config, session.context_window), masked
+        span[len(previous) :],
+        span[: len(previous)],
+        prompts.budget_tokens(group_tokens, config, session.context_window),
+        masked,
     )
     content = prompts.wrap_summary(text, fallback=fallback)
     # The rolling summary's neighbours once the fold is done: the head's last row, and the row
@@ -152,6 +156,9 @@ def _fold(session: Session, config) -> MicroResult:
         summary_tokens = tokens.count_message({"role": role, "content": content}, session.model)
         consolidated = True
 
+    # Scored on the summary as written (consolidated or not), against the rows it folds.
+    folded = {m.pk for m in group + previous}
+    scored = scoring.score_rows(span, text, [m for m in live if m.pk not in folded])
     # Step 1: the new rolling summary replaces the previous one.
     first = previous[0] if previous else group[0]
     with transaction.atomic():
@@ -209,5 +216,6 @@ def _fold(session: Session, config) -> MicroResult:
         summary_model=model_name,
         error=error,
         redactions=masked.as_dict(),
+        **(scoring.event_fields(scored) if outcome in CompressionEvent.WROTE else {}),
     )
     return MicroResult(outcome, reason, summary)
