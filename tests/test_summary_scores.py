@@ -173,3 +173,36 @@ def test_decisions_and_failures_carry_no_score(summariser, model_server, channel
     model_server.script.default = Fail(500, "down")
     event = compress(planted_session(channel)).events[0]
     assert event.outcome == Outcome.FAILED and event.retention is None
+
+
+# --- Pins, memory blocks and a focus reach the summariser ---------------------------------
+
+
+def test_pins_memory_blocks_and_the_focus_reach_the_summary_request(
+    gateway, summariser, model_server
+):
+    sid = gateway.open(system_prompt="sys")["id"]
+    gateway.post(f"/sessions/{sid}/messages", {"messages": [m for n in range(12) for m in turn(n)]})
+    pinned = Message.objects.get(session_id=sid, content__startswith="Question 5:")
+    assert gateway.post(f"/sessions/{sid}/messages/{pinned.position}/pin").status_code == 200
+    assert gateway.put("/memory/user", {"text": "Ada deploys on Fridays."}).status_code == 201
+    assert gateway.put(f"/sessions/{sid}/memory/keys", {"text": "GITHUB_TOKEN=ghp_" + "a1" * 18})
+    model_server.script.default = Reply("## Goal\nItems. " + "item fine. " * 60)
+    response = gateway.post(f"/sessions/{sid}/compress", {"focus": "the item-7 question"})
+    assert response.status_code == 200, response.content
+    prompt = model_server.requests[-1].body["messages"][-1]["content"]
+    keep = prompt.split("<keep-in-detail>", 1)[1].split("</keep-in-detail>", 1)[0]
+    assert "KEEP IN DETAIL" in prompt and "Never summarise them away" in prompt
+    assert "Ada deploys on Fridays." in keep  # the channel's block
+    assert f"[#{pinned.position} user, pinned]" in keep and "Question 5:" in keep
+    assert "ghp_" not in prompt and "[REDACTED:api_key]" in keep  # masked like the rest
+    assert "Focus: keep the most detail about: the item-7 question" in prompt
+    # The pinned row stays live beside the summary, not inside the span summarised.
+    transcript = prompt.split("TRANSCRIPT TO SUMMARISE:", 1)[1].split("KEEP IN DETAIL", 1)[0]
+    assert "Question 5:" not in transcript
+
+
+def test_without_pins_or_blocks_there_is_no_keep_block(summariser, model_server, channel):
+    model_server.script.default = Reply("## Goal\nItems. " + "item fine. " * 60)
+    compress(make_session(channel))
+    assert "<keep-in-detail>" not in model_server.requests[-1].body["messages"][-1]["content"]

@@ -281,6 +281,7 @@ def _summarise(
         config=config,
         focus=egress.masked_text(focus, masked),
         memory_context=egress.masked_text(memory_context, masked),
+        keep=egress.masked_keep(session, selection.pinned, masked),
     )
     model = get_config().auxiliary.compression
     error = ""

@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from compression.engine.retention import row_text
 from core.config import get_config
 from core.redaction import Redactor, Tally, redactor
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
+from sessions_app.services.memory import memory_section
 
 
 def active() -> Redactor:
@@ -32,6 +34,14 @@ def masked_rows(rows: list[Message], tally: Tally) -> list[Message]:
         twin.content, twin.tool_calls = content, calls
         out.append(twin)
     return out
+
+
+def masked_keep(session: Session, pinned: list[Message], tally: Tally) -> list[str]:
+    """What the summary must keep in detail, masked: the session's memory blocks, and the
+    pinned messages that stay live beside it (each with its position)."""
+    texts = [memory_section(session)]
+    texts += [f"[#{m.position} {m.role}, pinned]\n{row_text(m)}" for m in pinned]
+    return [active().mask(t, tally) for t in texts if t]
 
 
 def masked_text(text: str | None, tally: Tally) -> str | None:

@@ -38,6 +38,24 @@ MEMORY_CONTEXT = (
 )
 
 
+KEEP_MAX_CHARS = 8_000  # the keep-in-detail block's share of the input budget
+KEEP_IN_DETAIL = (
+    "KEEP IN DETAIL (not part of the span to summarise: the user pinned these messages and the "
+    "agent's memory blocks hold these notes; they stay in the context word for word beside your "
+    "summary. Never summarise them away, and wherever the transcript bears on them keep those "
+    "parts in full detail, with their positions):\n<keep-in-detail>\n{text}\n</keep-in-detail>"
+)
+
+
+def keep_block(texts: list[str]) -> str:
+    """Pins and memory blocks, fenced like the memory context: nothing in them can close the
+    block (``<`` and ``>`` escaped as in a JSON string)."""
+    text = "\n\n".join(t.strip() for t in texts if t and t.strip())[:KEEP_MAX_CHARS]
+    if not text:
+        return ""
+    return KEEP_IN_DETAIL.format(text=text.replace("<", "\\u003c").replace(">", "\\u003e"))
+
+
 def budget_tokens(middle_tokens: int, config: CompressionConfig, context_window: int) -> int:
     """L1, as Hermes Agent computes it: ``target_ratio`` of the compressed content, at most
     ``summary_window_ratio`` of the context window and ``summary_max_tokens``, at least
@@ -142,17 +160,22 @@ def build_prompt(
     config: CompressionConfig,
     focus: str | None = None,
     memory_context: str | None = None,
+    keep: list[str] | None = None,
 ) -> Prompt:
     """``memory_context``: what the client's memory providers hold, given after the transcript
-    as reference material (Hermes Agent's ``memory_context``)."""
+    as reference material (Hermes Agent's ``memory_context``); ``keep``: the pinned messages
+    and memory blocks that stay live beside the summary, to be kept in detail."""
     transcript = "\n\n".join(render_message(m, config) for m in chat)
     earlier = "\n\n".join(strip_markers(m.content or "") for m in previous)
     memory = memory_block(memory_context)
+    kept = keep_block(keep or [])
     # L3 caps the whole input: the previous summary (itself bounded), the memory context (at
     # most 6,000 characters) and the instructions (about 2,000 characters) come out of the
     # same budget as the transcript.
     earlier = earlier[: config.summary_input_max_chars // 4]
-    limit = max(1_000, config.summary_input_max_chars - len(earlier) - len(memory) - 2_500)
+    limit = max(
+        1_000, config.summary_input_max_chars - len(earlier) - len(memory) - len(kept) - 2_500
+    )
     truncated = 0
     if len(transcript) > limit:
         keep_head = int(limit * 0.45)
@@ -180,6 +203,8 @@ def build_prompt(
             "keeping what is still true and dropping what was superseded):\n" + earlier
         )
     body.append("TRANSCRIPT TO SUMMARISE:\n" + transcript)
+    if kept:
+        body.append(kept)
     if memory:
         body.append(memory)
     return Prompt(

@@ -64,14 +64,18 @@ def _oldest_turn(chat: list[Message], covered_to: int | None) -> list[Message]:
 
 
 def _summarise(
-    chat: list[Message], previous: list[Message], target: int, masked: Tally
+    chat: list[Message],
+    previous: list[Message],
+    target: int,
+    masked: Tally,
+    keep: list[str] | None = None,
 ) -> tuple[str, bool, str]:
     """(text, fallback, model name): the summariser, else the local summary, of rows already
     masked (compression.redaction); the text is masked too, whatever the model wrote."""
     config = get_config().compression
     model = get_config().auxiliary.compression
     if model.configured:
-        built = prompts.build_prompt(chat, previous, target_tokens=target, config=config)
+        built = prompts.build_prompt(chat, previous, target_tokens=target, config=config, keep=keep)
         try:
             result = summarize(
                 built,
@@ -134,6 +138,7 @@ def _fold(session: Session, config) -> MicroResult:
         span[: len(previous)],
         prompts.budget_tokens(group_tokens, config, session.context_window),
         masked,
+        egress.masked_keep(session, [], masked),  # the memory blocks (a fold moves no pins)
     )
     content = prompts.wrap_summary(text, fallback=fallback)
     # The rolling summary's neighbours once the fold is done: the head's last row, and the row
