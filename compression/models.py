@@ -136,6 +136,10 @@ class CompressionEvent(models.Model):
         return lines[0][:300] if lines else "the summary model gave no usable summary"
 
     @property
+    def masked_count(self) -> int:
+        return sum((self.redactions or {}).values())
+
+    @property
     def savings_ratio(self) -> float | None:
         if not self.tokens_before or self.tokens_after is None:
             return None

@@ -14,7 +14,7 @@ from compression.policy import guards
 from core.errors import report
 from core.logs import bind_request_id, unbind
 from sessions_app.selectors.sessions import find_session
-from sessions_app.services import guard_state
+from sessions_app.services import ServiceError, guard_state
 
 
 def contained(trigger: str | None = None) -> Callable:
@@ -115,6 +115,37 @@ def compress_task(
     except AlreadyRunning as exc:
         return {"session_id": session_id, "outcome": "running", "error": exc.message}
     return result_dict(result)
+
+
+@contained(CompressionEvent.Trigger.MANUAL_ADMIN)
+def resummarise_task(session_id: str, summary_id: int, model_name: str = "") -> dict[str, Any]:
+    """The console's "summarise again from the originals" (compression.engine.redo)."""
+    from compression.engine.redo import resummarise
+
+    session = find_session(session_id)
+    if session is None:
+        return {"session_id": session_id, "outcome": "skipped", "error": "no such session"}
+    try:
+        event = resummarise(session, summary_id, model_name=model_name)
+    except ServiceError as exc:
+        return {"session_id": session_id, "outcome": "refused", "error": exc.message}
+    return {"session_id": session_id, "outcome": event.outcome, "event_id": event.pk}
+
+
+@contained(CompressionEvent.Trigger.MANUAL_ADMIN)
+def probe_task(session_id: str, event_id: int, questions: int | None = None) -> dict[str, Any]:
+    """The console's "probe this summary" (compression.engine.probe); named with the session so
+    an erasure takes a queued one with it."""
+    from compression.engine.probe import probe
+
+    event = CompressionEvent.objects.filter(pk=event_id, session_id=session_id).first()
+    if event is None:
+        return {"session_id": session_id, "event_id": event_id, "error": "no such event"}
+    try:
+        result = probe(event, questions)
+    except ServiceError as exc:
+        return {"session_id": session_id, "event_id": event_id, "error": exc.message}
+    return {"session_id": session_id, "event_id": event_id, "correct": result["correct"]}
 
 
 @contained()

@@ -14,6 +14,12 @@ urlpatterns = [
         name="originals",
     ),
     path("sessions/<uuid:session_id>/compress/", views.compress, name="compress"),
+    path(
+        "sessions/<uuid:session_id>/summaries/<int:summary_id>/again/",
+        views.resummarise,
+        name="resummarise",
+    ),
+    path("sessions/<uuid:session_id>/events/<int:event_id>/probe/", views.probe, name="probe"),
     path("sessions/<uuid:session_id>/reset/", views.reset, name="reset"),
     path("sessions/<uuid:session_id>/pin/<int:position>/", views.pin, name="pin"),
     path("sessions/<uuid:session_id>/export.jsonl", export.export_session, name="export"),

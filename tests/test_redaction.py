@@ -66,7 +66,7 @@ SHAPES: dict[str, st.SearchStrategy[tuple[str, str]]] = {
 # Latin letter is not a key ("task-…" holds "sk-…").
 CJK = "密钥是这个令牌配置文件里的部署失败了请检查"
 AROUND = st.text(string.ascii_letters + " .,:;()\n" + CJK, max_size=40)
-EDGE = st.sampled_from([" ", "\n", "，", "：", "密", "「", "("])
+EDGE = st.sampled_from([" ", "\n", "，", "：", "密", "「", "("])  # noqa: RUF001
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_every_built_in_shape_is_masked_whatever_surrounds_it(
         "we use sk-learn and scikit-learn",
         "the bearer of bad news",
         "monkey: banana",
-        "部署失败了，请检查 nginx.conf 的第 12 行",
+        "部署失败了，请检查 nginx.conf 的第 12 行",  # noqa: RUF001
         "https://example.com/docs?page=2",
     ],
 )
@@ -156,7 +156,7 @@ def secret_turns() -> list[dict]:
     """A user pasting a key (in Chinese prose), a tool call carrying a password in a URL, a
     tool result dumping a .env file and a private key."""
     return [
-        {"role": "user", "content": f"部署用的密钥{KEY}，别忘了"},
+        {"role": "user", "content": f"部署用的密钥{KEY}，别忘了"},  # noqa: RUF001
         {
             "role": "assistant",
             "content": None,
@@ -243,7 +243,7 @@ def test_no_secret_reaches_the_summariser_and_the_originals_stay_as_sent(
     for secret in SECRETS:
         assert secret not in sent
     assert "[REDACTED:api_key]" in sent and "[REDACTED:private_key]" in sent
-    assert "部署用的密钥[REDACTED:api_key]，别忘了" in sent  # the prose around it is kept
+    assert "部署用的密钥[REDACTED:api_key]，别忘了" in sent  # the prose around it is kept  # noqa: RUF001
     assert stored(secret_session) == before and originals_digest(secret_session) == digest
     event = result.events[0]
     assert event.redactions["api_key"] == 2  # the message and the focus

@@ -68,6 +68,76 @@ def last_day(since: datetime) -> Day:
     )
 
 
+SCORE_BANDS = 10  # 0-10%, 10-20%, ... 90-100% of salient items kept
+
+
+@dataclass(frozen=True)
+class Band:
+    low: int  # percent
+    high: int
+    model: int  # written summaries in the band: the model's...
+    fallback: int  # ...and local fallbacks'
+    width_model: int  # bar widths, percent of the widest band
+    width_fallback: int
+
+
+@dataclass(frozen=True)
+class Scores:
+    bands: list[Band]
+    scored: int
+    below_floor: int
+    floor: float
+    median_model: float | None
+    median_fallback: float | None
+
+
+def scores(since: datetime) -> Scores:
+    """The distribution of summary scores (compression.engine.retention) over written
+    summaries since ``since``: one grouped query, counted per band by the database."""
+    bands = {
+        f"b{i}": Count(
+            "id",
+            filter=Q(retention__gte=i / SCORE_BANDS)
+            & (Q(retention__lt=(i + 1) / SCORE_BANDS) if i < SCORE_BANDS - 1 else Q()),
+        )
+        for i in range(SCORE_BANDS)
+    }
+    rows = {
+        row["outcome"]: row
+        for row in CompressionEvent.objects.filter(
+            created_at__gte=since, outcome__in=DONE, retention__isnull=False
+        )
+        .order_by()
+        .values("outcome")
+        .annotate(n=Count("id"), low=Count("id", filter=Q(below_floor=True)), **bands)
+    }
+    model, local = rows.get("compressed", {}), rows.get("fallback", {})
+    counts = [(model.get(f"b{i}", 0), local.get(f"b{i}", 0)) for i in range(SCORE_BANDS)]
+    top = max([1, *(max(pair) for pair in counts)])
+    return Scores(
+        bands=[
+            Band(i * 10, (i + 1) * 10, m, f, m * 100 // top, f * 100 // top)
+            for i, (m, f) in enumerate(counts)
+        ],
+        scored=sum(r["n"] for r in rows.values()),
+        below_floor=sum(r["low"] for r in rows.values()),
+        floor=get_config().compression.scoring.floor,
+        median_model=_median_score(since, "compressed") if model else None,
+        median_fallback=_median_score(since, "fallback") if local else None,
+    )
+
+
+def _median_score(since: datetime, outcome: str) -> float | None:
+    values = list(
+        CompressionEvent.objects.filter(
+            created_at__gte=since, outcome=outcome, retention__isnull=False
+        )
+        .order_by("-created_at")
+        .values_list("retention", flat=True)[:LATENCY_SAMPLE]
+    )
+    return statistics.median(v for v in values if v is not None) if values else None
+
+
 @dataclass(frozen=True)
 class Size:
     session: Session

@@ -33,7 +33,7 @@ from compression.pages.charts import (
 from compression.pages.window import BadPage, number, window
 from compression.pages.window import Request as PageRequest
 from compression.policy.threshold import threshold_for
-from compression.policy.triggers import enqueue_manual
+from compression.policy.triggers import enqueue_again, enqueue_manual, enqueue_probe
 from core.config import get_config
 from sessions_app import audit
 from sessions_app.audit import admin_actor
@@ -172,6 +172,7 @@ def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse
         originals_of(summary).defer("content_parts", "extra"),
         want if want != PageRequest() else PageRequest(head=True),
     )
+    written = CompressionEvent.objects.filter(summary_message=summary).order_by("-id").first()
     return render(
         request,
         "console/originals.html",
@@ -181,6 +182,9 @@ def originals(request: HttpRequest, session_id, summary_id: int) -> HttpResponse
             "number": summary_numbers(summary.session).get(summary.pk),
             "page": page,
             "rows": page.rows,
+            "written": written,
+            "model": get_config().auxiliary.compression,
+            "can_act": request.user.has_perm(CHANGE_SESSION),
         },
     )
 
@@ -235,6 +239,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         {
             "charts": charts if any(c["bars"] for c in charts) else [],
             "day": stats.last_day(since),
+            "scores": stats.scores(since),
             "channels": stats.per_channel(since),
             "by_trigger": [
                 {**row, "label": labels.get(row["trigger"], row["trigger"])} for row in by_trigger
@@ -306,6 +311,77 @@ def compress(request: HttpRequest, session_id) -> HttpResponse:
     # The page follows it: its script asks for events newer than the last one before it.
     url = reverse("console:timeline", args=[session.pk])
     return redirect(f"{url}?follow={last_event}")
+
+
+class AgainForm(forms.Form):
+    model = forms.CharField(max_length=200, required=False, strip=True)
+
+
+@staff_member_required
+@permission_required(CHANGE_SESSION, raise_exception=True)
+@require_POST
+def resummarise(request: HttpRequest, session_id, summary_id: int) -> HttpResponse:
+    """Queue "summarise again from the originals" with the model named (compression.engine.redo)."""
+    summary = summary_in(session_id, summary_id)
+    if summary is None:
+        raise Http404("No such summary in this session.")
+    form = AgainForm(request.POST)
+    here = reverse("console:originals", args=[summary.session_id, summary.pk])
+    if not form.is_valid():
+        messages.error(request, "Nothing was queued: a model name is at most 200 characters.")
+        return redirect(f"{here}#provenance")
+    if not summary.active:
+        messages.error(request, "Nothing was queued: that summary was absorbed by a later one.")
+        return redirect(f"{here}#provenance")
+    if not get_config().auxiliary.compression.configured:
+        messages.error(request, "Nothing was queued: no summary model is configured.")
+        return redirect(f"{here}#provenance")
+    model_name = form.cleaned_data["model"]
+    task_id = enqueue_again(summary, model_name)
+    audit.record(
+        admin_actor(request),
+        AuditEntry.Action.COMPRESS,
+        f"session {summary.session_id}",
+        {
+            "via": "console",
+            "again": summary.pk,
+            "session": str(summary.session_id),
+            "model": model_name or get_config().auxiliary.compression.model,
+            "task": task_id,
+        },
+    )
+    messages.success(
+        request,
+        "Queued: the summary is written again from its originals"
+        + (f" by {model_name}" if model_name else "")
+        + "; its event appears below when it is done.",
+    )
+    last_event = (
+        CompressionEvent.objects.filter(session_id=summary.session_id)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+        or 0
+    )
+    url = reverse("console:timeline", args=[summary.session_id])
+    return redirect(f"{url}?follow={last_event}")
+
+
+@staff_member_required
+@permission_required(CHANGE_SESSION, raise_exception=True)
+@require_POST
+def probe(request: HttpRequest, session_id, event_id: int) -> HttpResponse:
+    """Queue a probe of the summary an event wrote (compression.engine.probe)."""
+    event = get_object_or_404(CompressionEvent, pk=event_id, session_id=session_id)
+    if event.summary_message_id is None:
+        raise Http404("That event wrote no summary.")
+    here = reverse("console:originals", args=[session_id, event.summary_message_id])
+    if not get_config().auxiliary.compression.configured:
+        messages.error(request, "Nothing was queued: no summary model is configured.")
+        return redirect(f"{here}#provenance")
+    enqueue_probe(event)
+    messages.success(request, "Probe queued: reload this page in a moment for its answers.")
+    return redirect(f"{here}#provenance")
 
 
 class CompressForm(forms.Form):

@@ -21,7 +21,7 @@ from compression.policy.threshold import Threshold, threshold_for
 from core.config import get_config
 from core.errors import report
 from core.logs import task_kwargs
-from sessions_app.models import Session
+from sessions_app.models import Message, Session
 from sessions_app.selectors.context import external_context
 from sessions_app.selectors.messages import has_original_at
 from sessions_app.services import guard_state
@@ -380,6 +380,37 @@ def enqueue_manual(
         confirm,
         memory_context,
         task_name=f"compress {session.pk}",
+        group="compression",
+        **task_kwargs(),
+    )
+
+
+def enqueue_again(summary: Message, model_name: str) -> str:
+    """Queue "summarise again from the originals" (compression.engine.redo) and return the task
+    id; named with the session so an erasure takes it with the session."""
+    from django_q.tasks import async_task
+
+    return async_task(
+        "compression.tasks.resummarise_task",
+        str(summary.session_id),
+        summary.pk,
+        model_name,
+        task_name=f"resummarise {summary.session_id}",
+        group="compression",
+        **task_kwargs(),
+    )
+
+
+def enqueue_probe(event: CompressionEvent, questions: int | None = None) -> str:
+    """Queue a probe of the summary ``event`` wrote (compression.engine.probe)."""
+    from django_q.tasks import async_task
+
+    return async_task(
+        "compression.tasks.probe_task",
+        str(event.session_id),
+        event.pk,
+        questions,
+        task_name=f"probe {event.session_id}",
         group="compression",
         **task_kwargs(),
     )

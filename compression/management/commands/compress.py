@@ -58,6 +58,11 @@ class Command(BaseCommand):
                 saved = f", {event.tokens_before:,} -> {event.tokens_after:,} tokens"
             self.stdout.write(
                 f"pass {n}: {step.outcome}{saved}, {event.rows_archived} rows archived"
+                + (
+                    f", kept {event.salient_kept} of {event.salient_items} salient items"
+                    if event.retention is not None
+                    else ""
+                )
                 + (f" ({event.reason})" if event.reason else "")
                 + (f" [{event.error}]" if event.error else "")
             )
