@@ -88,6 +88,7 @@ PATTERNS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         ),
     ),
 )
+_NEEDS = {"url": "://", "email": "@"}  # a kind cannot occur in a text without these
 _MASK = re.compile(r"\[REDACTED:[a-z_]+\]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{2,}")
 # Characters that make a CJK n-gram grammar rather than a term (particles, pronouns, copulas).
@@ -127,7 +128,7 @@ class Score:
 
 
 def normalise(text: str) -> str:
-    return re.sub(r"\s+", "", text.casefold())
+    return "".join(text.casefold().split())
 
 
 def salient_items(texts: Iterable[str], limit: int = MAX_ITEMS) -> list[Item]:
@@ -139,6 +140,9 @@ def salient_items(texts: Iterable[str], limit: int = MAX_ITEMS) -> list[Item]:
     for text in body:
         taken: list[tuple[int, int]] = []
         for kind, weight, pattern in PATTERNS:
+            needed = _NEEDS.get(kind)
+            if needed and needed not in text:
+                continue  # the cheap test first: no "@", no email
             for match in pattern.finditer(text):
                 start, end = match.span()
                 if any(s <= start and end <= e for s, e in taken):
