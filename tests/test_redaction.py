@@ -53,7 +53,8 @@ SHAPES: dict[str, st.SearchStrategy[tuple[str, str]]] = {
         )
     ),
     "url": st.tuples(chars(string.ascii_lowercase, 3, 10), chars(ALNUM + "!$*", 6, 24)).map(
-        lambda up: (f"postgres://{up[0]}:{up[1]}@db.internal:5432/app", up[1])
+        # The password opens with a capital: never a piece of the lower-case user name.
+        lambda up: (f"postgres://{up[0]}:P{up[1]}@db.internal:5432/app", "P" + up[1])
     ),
     "env": st.tuples(
         st.sampled_from(["OPENAI_API_KEY", "GITHUB_TOKEN", "JWT_SECRET", "DB_PASSWORD"]),
@@ -334,3 +335,65 @@ def test_server_side_compaction_is_sent_masked(gateway, hermes_config):
     assert "[REDACTED:api_key]" in sent
     stored_rows = Message.objects.filter(session_id=sid).values_list("content", flat=True)
     assert any(KEY in (c or "") for c in stored_rows)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    planted=st.lists(
+        st.tuples(st.sampled_from(sorted(SHAPES)), st.data(), st.integers(0, 3)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_no_generated_secret_reaches_the_summariser_wherever_it_sits(
+    summariser, model_server, channel_db, planted
+):
+    """Secrets of any shape, in any kind of row (a user's text, an assistant's, a tool call's
+    arguments, a tool result), never appear in what the summariser is sent, and the summary
+    written never holds them."""
+    session = make_session(channel_db, turns=2)
+    secrets, texts = [], []
+    rows: list[dict] = []
+    for n, (shape, data, where) in enumerate(planted):
+        text, secret = data.draw(SHAPES[shape])
+        secrets.append(secret)
+        texts.append(text)
+        if where == 0:
+            rows.append({"role": "user", "content": f"用这个：{text} 谢谢"})  # noqa: RUF001
+        elif where == 1:
+            rows.append({"role": "assistant", "content": f"Using {text} now."})
+        else:
+            call = f"call_p{n}"
+            rows += [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {
+                                "name": "run_shell",
+                                "arguments": json.dumps({"cmd": f"echo {text}"}),
+                            },
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": call, "content": f"out: {text}"},
+            ]
+    services.append_messages(session, rows + [m for n in range(2, 12) for m in turn(n)])
+    session.refresh_from_db()
+    # A model that writes the secrets out, in their shapes (it never saw them: a bare token
+    # without its "Bearer" is not recognisable as one, and is not what this checks).
+    model_server.script.default = Reply("## Goal\n" + "\n".join(texts) + " done." * 80)
+    before = len(model_server.requests)
+    result = compress(session)
+    sent = json.dumps([r.body for r in model_server.requests[before:]], ensure_ascii=False)
+    summary = result.passes[0].summary
+    for secret in secrets:
+        assert secret not in sent
+        assert summary is None or secret not in summary.content

@@ -91,9 +91,7 @@ def test_with_abort_on_failure_a_cut_reply_changes_nothing(summariser, model_ser
     assert (originals_digest(session), session.live_tokens) == (digest, live)
 
 
-def test_the_responses_api_summarises_when_the_reply_is_complete(
-    summariser, model_server, channel
-):
+def test_the_responses_api_summarises_when_the_reply_is_complete(summariser, model_server, channel):
     summariser("codex_responses")
     model_server.script.default = Reply(WHOLE)
     result = compress(make_session(channel))
