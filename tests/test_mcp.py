@@ -164,6 +164,8 @@ def test_after_compress_a_search_hit_says_it_is_archived_and_which_summary_repla
     compressed = _call(live, "compress", {"session": "chat-1", "focus": "the vault path"})
     assert not compressed.is_error, text_of(compressed)
     assert compressed.structured_content["outcome"] in ("compressed", "fallback")
+    assert 0 <= compressed.structured_content["retention"] <= 1  # the summary's score
+    assert "salient items" in text_of(compressed)
     assert model.requests, "the summariser was not called"
     assert "the vault path" in json.dumps(model.requests[-1].body, ensure_ascii=False)
     found = _call(live, "search", {"query": "zebra-42", "kind": "archived"})

@@ -114,6 +114,10 @@ class Compressed(BaseModel):
     continued_in: str | None = None
     task_id: str | None = None
     error: str | None = None
+    retention: float | None = Field(
+        None, description="The last written summary's share of its span's salient items kept."
+    )
+    salient_missed: list[str] | None = None
 
 
 _MARK = re.compile(r"<mark>(.*?)</mark>", re.S)

@@ -392,9 +392,17 @@ def register(server: Any, caller_of: CallerOf) -> None:
             continued_in=body.get("continued_in"),
             error=body.get("error"),
         )
+        scored = [p for p in body.get("passes") or () if p.get("retention") is not None]
         said = f"{answer.outcome}"
         if answer.live_tokens is not None:
             said += f": {answer.live_tokens:,} live tokens in {answer.live_messages} messages"
+        if scored:
+            last = scored[-1]
+            answer.retention, answer.salient_missed = last["retention"], last["salient_missed"]
+            said += (
+                f"; the summary kept {last['salient_kept']} of {last['salient_items']} salient "
+                "items"
+            )
         if answer.error:
             said += f" ({answer.error})"
         return _result(answer, said[:1].upper() + said[1:] + ".")
