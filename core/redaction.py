@@ -96,11 +96,26 @@ BUILTIN: dict[str, tuple[tuple[str, str, int], ...]] = {
 NAMES = tuple(BUILTIN)
 
 
+# What a text must hold for a built-in rule to match, tested first: the rules themselves try a
+# match at every position, and most text holds no secret (1 MB of tool output is masked in a
+# fraction of the time with these).
+PROBES: dict[str, str] = {
+    "private_key": r"PRIVATE KEY",
+    "url_password": r"://",
+    "bearer_token": r"(?i)bearer|authorization",
+    "api_key": r"sk-|gh[pousr]_|github_pat_|glpat-|xox|AIza|hf_|gsk_|_live_|_test_|r8_|pplx-"
+    r"|nvapi-",
+    "aws_key": r"A[A-Z]{3}[A-Z0-9]{16}",
+    "secret_value": r"(?i)(?:key|token|secret|passw(?:or)?d|pwd)[\"']?\s*[:=]",
+}
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str
     pattern: re.Pattern[str]
     group: int
+    probe: re.Pattern[str] | None = None
 
 
 @dataclass
@@ -130,6 +145,8 @@ class Redactor:
         if not text or not self.rules:
             return text
         for rule in self.rules:
+            if rule.probe is not None and rule.probe.search(text) is None:
+                continue
             text, n = _sub(rule, text)
             if n and tally is not None:
                 tally.counts[rule.kind] += n
@@ -165,7 +182,10 @@ def compile_rules(names: Iterable[str], extra: dict[str, str]) -> list[Rule]:
     (a ``secret`` group, if the regex has one, is what is masked; else the whole match)."""
     rules: list[Rule] = []
     for name in names:
-        rules.extend(Rule(kind, re.compile(p), group) for kind, p, group in BUILTIN[name])
+        rules.extend(
+            Rule(kind, re.compile(p), group, re.compile(PROBES[kind]))
+            for kind, p, group in BUILTIN[name]
+        )
     for kind, pattern in extra.items():
         compiled = re.compile(pattern)
         group = compiled.groupindex.get("secret", 0)

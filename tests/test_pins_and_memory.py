@@ -248,9 +248,9 @@ def test_a_pin_that_lands_while_a_summary_is_written_makes_that_compression_writ
     position = position_of(sid, "question 6:")
     real = engine._local
 
-    def pin_meanwhile(selection, config, tool):
+    def pin_meanwhile(*args):
         Message.objects.filter(session_id=sid, position=position).update(pinned=True)
-        return real(selection, config, tool)
+        return real(*args)
 
     monkeypatch.setattr(engine, "_local", pin_meanwhile)
     result = compress(Session.objects.get(pk=sid), max_passes=1)

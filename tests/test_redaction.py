@@ -95,7 +95,8 @@ def test_every_built_in_shape_is_masked_whatever_surrounds_it(
     assert "[REDACTED:" in masked
     assert tally.total >= 1
     assert masked.startswith(before + left) or shape in ("env", "bearer", "url")
-    assert masked.endswith(right + after)
+    if shape != "env":  # an unquoted NAME=value runs to the next space, "(" and all
+        assert masked.endswith(right + after)
     # Masking again changes nothing and counts nothing: text masked twice counts once.
     again = Tally()
     assert everything.mask(masked, again) == masked
