@@ -10,8 +10,9 @@ the engine asks a real model), and the baseline, measured in the same run: the s
 characters, cut to the fallback's length (what truncating instead of summarising keeps). A
 prompt or fallback change shows its effect here as a change in these scores.
 
-Then the cost: scoring a synthetic tool-heavy span of ``--rows`` rows beside one pass of
-``str.split`` over the same text (the least any reading of it costs). No database is used.
+Then the cost: scoring, and masking (core.redaction), a synthetic tool-heavy span of ``--rows``
+rows beside one pass of ``str.split`` over the same text (the least any reading of it costs). No
+database is used.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from compression.engine.fallback import local_summary  # noqa: E402
 from compression.engine.summarizer import summarize  # noqa: E402
 from compression.testing.fake_model import Digest, FakeModelServer  # noqa: E402
 from core.config import CompressionConfig, SummaryModelConfig  # noqa: E402
+from core.redaction import NAMES, Redactor, compile_rules  # noqa: E402
 from sessions_app.models import Message  # noqa: E402
 
 REGRESSION = ROOT / "tests" / "data" / "retention"
@@ -93,7 +95,7 @@ def synthetic(rows: int) -> list[str]:
     return texts
 
 
-def cost(rows: int) -> tuple[int, float, float]:
+def cost(rows: int) -> tuple[int, float, float, float]:
     texts = synthetic(rows)
     chars = sum(len(t) for t in texts)
     started = time.perf_counter()
@@ -103,7 +105,12 @@ def cost(rows: int) -> tuple[int, float, float]:
     started = time.perf_counter()
     retention.score(retention.sample(texts), ["a summary of it"])
     scored = time.perf_counter() - started
-    return chars, scored, baseline
+    redactor = Redactor(compile_rules(NAMES, {}))
+    started = time.perf_counter()
+    for text in texts:
+        redactor.mask(text)
+    masked = time.perf_counter() - started
+    return chars, scored, masked, baseline
 
 
 def main() -> None:
@@ -124,13 +131,13 @@ def main() -> None:
         print(
             f"{name:<12} {items:>5} {fallback:>9.0%} {digest:>7.0%} {truncated:>10.0%} {ratio:>9}"
         )
-    chars, scored, baseline = cost(args.rows)
+    chars, scored, masked, baseline = cost(args.rows)
     print(f"\nScoring a {args.rows:,}-row span ({chars:,} characters, sampled to at most")
     print(f"{retention.SCAN_CHARS:,}):\n")
-    print(f"{'':<24} {'ms':>9}")
-    print(f"{'score (items, match)':<24} {scored * 1000:>9.1f}")
-    print(f"{'baseline: str.split':<24} {baseline * 1000:>9.1f}")
-    print(f"{'ratio':<24} {scored / baseline:>8.1f}x")
+    print(f"{'':<24} {'ms':>9}   {'ratio':>7}")
+    print(f"{'score (items, match)':<24} {scored * 1000:>9.1f}   {scored / baseline:>6.1f}x")
+    print(f"{'mask (all six shapes)':<24} {masked * 1000:>9.1f}   {masked / baseline:>6.1f}x")
+    print(f"{'baseline: str.split':<24} {baseline * 1000:>9.1f}   {1:>6.1f}x")
 
 
 if __name__ == "__main__":
