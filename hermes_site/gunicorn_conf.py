@@ -65,6 +65,14 @@ if _server.log_format == "json":
     }
 
 
+def post_worker_init(worker) -> None:
+    """The app is loaded in a new web process: read what a first request would otherwise read
+    (search.warm), before it takes requests."""
+    from search.warm import warm_up
+
+    warm_up()
+
+
 def child_exit(server, worker) -> None:
     """A web process ended: prometheus_client's multiprocess mode keeps its live gauges per
     process id, and marking it dead drops them from /metrics."""

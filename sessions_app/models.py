@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Q
@@ -378,22 +378,29 @@ class Message(models.Model):
     def as_openai(self) -> dict:
         """The message as the chat-completions API expects it, as the live context sends it
         (pruned, if it was; ``content`` and ``tool_calls`` keep what was said)."""
-        out: dict = dict(self.extra or {})
-        out["role"] = self.role
-        if self.pruned_content is not None:
-            out["content"] = self.pruned_content
-        else:
-            out["content"] = self.content_parts if self.content_parts is not None else self.content
-        tool_calls = self.tool_calls
-        if self.pruned_tool_calls is not None:
-            tool_calls = self.pruned_tool_calls
-        if tool_calls:
-            out["tool_calls"] = tool_calls
-        if self.tool_call_id:
-            out["tool_call_id"] = self.tool_call_id
-        if self.name:
-            out["name"] = self.name
-        return out
+        return openai_message(self)
+
+
+def openai_message(row: Any) -> dict:
+    """A row as the chat-completions API expects it: ``row`` is a Message, or anything with its
+    role, content, content_parts, extra, tool_calls, tool_call_id, name, pruned_content and
+    pruned_tool_calls (the live context's light rows, read without model instances)."""
+    out: dict = dict(row.extra or {})
+    out["role"] = row.role
+    if row.pruned_content is not None:
+        out["content"] = row.pruned_content
+    else:
+        out["content"] = row.content_parts if row.content_parts is not None else row.content
+    tool_calls = row.tool_calls
+    if row.pruned_tool_calls is not None:
+        tool_calls = row.pruned_tool_calls
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+    if row.tool_call_id:
+        out["tool_call_id"] = row.tool_call_id
+    if row.name:
+        out["name"] = row.name
+    return out
 
 
 class AuditEntry(models.Model):

@@ -1,0 +1,106 @@
+"""How many statements the hot read paths send, counted, never timed (issue 33 item 5): a
+statement added to the live context or to a search's first lookup fails here, and so does one
+whose count grows with the history the answer does not show."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from search.service import Filters, search
+from sessions_app import services
+from sessions_app.keys import create_channel
+from sessions_app.selectors import live_context
+from tests.test_compression import turn
+
+# The live context: its rows (one read of the live-rows index) and the memory blocks.
+LIVE_CONTEXT_STATEMENTS = 2
+
+
+def _session(turns: int, name: str):
+    channel = create_channel(name)[0]
+    session = services.open_session(channel, model="gpt-4o", system_prompt="sys").session
+    services.append_messages(session, [m for n in range(turns) for m in turn(n)], run_hooks=False)
+    session.refresh_from_db()
+    return session
+
+
+def _statements(fn) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        fn()
+    return [q["sql"] for q in queries.captured_queries]
+
+
+@pytest.mark.django_db
+def test_the_live_context_is_two_statements_for_ten_rows_and_for_a_thousand():
+    small, large = _session(3, "counts-small"), _session(250, "counts-large")
+    assert large.live_messages > 900
+    for session in (small, large):
+        sent = _statements(lambda s=session: live_context(s))
+        assert len(sent) == LIVE_CONTEXT_STATEMENTS, "\n".join(sent)
+
+
+QUERIES = {
+    "word": "item",
+    "cjk": "缓存",
+    "substring": "tem-1",
+    "identifier": "run_shell",
+}
+
+
+WARM = {"word": "zebra", "cjk": "配置", "substring": "zzz-9", "identifier": "read_file"}
+
+
+def _searchable(turns: int, name: str):
+    session = _session(turns, name)
+    services.append_messages(
+        session, [{"role": "user", "content": "缓存配置 again"}], run_hooks=False
+    )
+    return session
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", sorted(QUERIES))
+def test_a_first_lookup_sends_as_many_statements_whatever_the_history(kind):
+    """The full answer of a query never asked before (lookup, ranking, excerpts, windows of 2,
+    the channel filter): the same statements for a session of 16 rows and one of 1,000."""
+    counts = []
+    for turns in (3, 250):
+        session = _searchable(turns, f"first-{kind}-{turns}")
+        filters = Filters(channel_id=session.channel_id)
+        # What a process reads once, at its first lookup of a kind (PostgreSQL's case-folding
+        # table for the substring route), is not this query's: read it with another query.
+        search(WARM[kind], filters, limit=20, window=2)
+        sent = _statements(lambda f=filters: search(QUERIES[kind], f, limit=20, window=2))
+        counts.append(len(sent))
+    assert counts[0] == counts[1], counts
+    assert counts[0] == FIRST_LOOKUP_STATEMENTS[connection.vendor][kind], counts
+
+
+# SQLite: the ranked-query cache looked up, the index matched (its "recent" table ranks), the
+# hits read with their sessions, the windows in one statement; the substring route after the
+# words route found nothing. PostgreSQL: the same, each route inside a savepoint (SAVEPOINT and
+# RELEASE are statements too), the substring route with its planner settings set and reset.
+FIRST_LOOKUP_STATEMENTS: dict[str, dict[str, int]] = {
+    "sqlite": {"cjk": 5, "identifier": 5, "substring": 7, "word": 5},
+    "postgresql": {"cjk": 6, "identifier": 6, "substring": 14, "word": 6},
+}
+
+
+@pytest.mark.django_db
+def test_a_warmed_process_reads_nothing_once_per_process_on_its_first_substring_lookup():
+    """gunicorn's post_worker_init runs search.warm: PostgreSQL's case-folding table (about
+    40 ms) is read then, not by the first agent's question."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite's substring index folds case itself")
+    from search import pg
+    from search.warm import warm_up
+
+    session = _searchable(3, "warm")
+    pg._FOLDS.clear()
+    warm_up(close=False)
+    assert pg._FOLDS  # read
+    sent = _statements(lambda: search("tem-1", Filters(channel_id=session.channel_id)))
+    assert not any("generate_series" in sql or "server_encoding" in sql for sql in sent)
+    assert len(sent) == FIRST_LOOKUP_STATEMENTS["postgresql"]["substring"]
