@@ -398,3 +398,25 @@ def test_no_generated_secret_reaches_the_summariser_wherever_it_sits(
     for secret in secrets:
         assert secret not in sent
         assert summary is None or secret not in summary.content
+
+
+def test_a_micro_fold_sends_the_turn_masked(
+    hermes_config, model_server, gateway, django_capture_on_commit_callbacks
+):
+    hermes_config(
+        auxiliary={"compression": {"model": "fake", "base_url": model_server.base_url}},
+        compression={"micro_compact": True, "protect_first_n": 1, "protect_last_n": 4},
+    )
+    model_server.script.default = Reply("## Goal\nRolling summary of the oldest turns.")
+    sid = gateway.open(system_prompt="sys")["id"]
+    for n in range(4):  # every turn's ask holds the secrets: whichever folds, they go out
+        rows = [{"role": "user", "content": f"keys: {KEY} and {AWS}"}, *turn(n)[1:]]
+        with django_capture_on_commit_callbacks(execute=True):
+            gateway.post(f"/sessions/{sid}/messages", {"messages": rows})
+    assert model_server.requests, "no fold was summarised"
+    sent = json.dumps([r.body for r in model_server.requests])
+    assert KEY not in sent and AWS not in sent
+    assert "[REDACTED:api_key]" in sent
+    micro = CompressionEvent.objects.filter(session_id=sid, trigger="micro").first()
+    assert micro is not None and micro.redactions["api_key"] >= 1
+    assert micro.redactions["aws_key"] >= 1
