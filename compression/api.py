@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from ninja import Router, Schema, Status
 from pydantic import ConfigDict, Field
 
+from compression.api_events import ScoreOut
 from compression.engine.prompt import MEMORY_CONTEXT_MAX_CHARS
 from compression.models import CompressionEvent
 from compression.policy import waiting
@@ -83,7 +84,7 @@ class CompressIn(StorableBody, Schema):
     )
 
 
-class PassOut(Schema):
+class PassOut(ScoreOut):
     outcome: str
     event_id: int
     tokens_before: int | None
@@ -92,23 +93,6 @@ class PassOut(Schema):
     summary_message_id: int | None
     reason: str
     error: str
-    retention: float | None = Field(
-        None,
-        description="A written summary's score: the share of the replaced span's salient items "
-        "(identifiers, paths, URLs, numbers with units, versions, error codes, quoted strings, "
-        "recurring CJK terms) that the summary, head and tail still carry (0-1).",
-    )
-    salient_items: int | None = Field(None, description="How many salient items were scored.")
-    salient_kept: int | None = Field(None, description="How many of them were carried.")
-    salient_missed: list[str] | None = Field(
-        None, description="The items missed, most salient first (at most 25)."
-    )
-    below_floor: bool | None = Field(
-        None, description="Scored under compression.scoring.floor: worth compressing again."
-    )
-    redactions: dict[str, int] | None = Field(
-        None, description="Secrets masked in what left for compaction, by kind (never values)."
-    )
 
 
 class CompressOut(Schema):

@@ -34,7 +34,30 @@ class EventListQuery(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-class EventOut(Schema):
+class ScoreOut(Schema):
+    """A written summary's score and what was masked on its way out (compression.engine.retention,
+    compression.redaction); null where they do not apply."""
+
+    retention: float | None = Field(
+        None,
+        description="A written summary's score: the share of the replaced span's salient items "
+        "(identifiers, paths, URLs, numbers with units, versions, error codes, quoted strings, "
+        "recurring CJK terms) that the summary, head and tail still carry (0-1).",
+    )
+    salient_items: int | None = Field(None, description="How many salient items were scored.")
+    salient_kept: int | None = Field(None, description="How many of them were carried.")
+    salient_missed: list[str] | None = Field(
+        None, description="The items missed, most salient first (at most 25)."
+    )
+    below_floor: bool | None = Field(
+        None, description="Scored under compression.scoring.floor: worth compressing again."
+    )
+    redactions: dict[str, int] | None = Field(
+        None, description="Secrets masked in what left for compaction, by kind (never values)."
+    )
+
+
+class EventOut(ScoreOut):
     id: int
     trigger: str = Field(description="What started it: " + ", ".join(CompressionEvent.Trigger))
     outcome: str = Field(description="What came of it: " + ", ".join(CompressionEvent.Outcome))
@@ -54,23 +77,6 @@ class EventOut(Schema):
     repeats: int = Field(description="How many times a repeated decision happened.")
     created_at: datetime
     last_at: datetime = Field(description="When it last happened (a repeated decision).")
-    retention: float | None = Field(
-        None,
-        description="A written summary's score: the share of the replaced span's salient items "
-        "(identifiers, paths, URLs, numbers with units, versions, error codes, quoted strings, "
-        "recurring CJK terms) that the summary, head and tail still carry (0-1).",
-    )
-    salient_items: int | None = Field(None, description="How many salient items were scored.")
-    salient_kept: int | None = Field(None, description="How many of them were carried.")
-    salient_missed: list[str] | None = Field(
-        None, description="The items missed, most salient first (at most 25)."
-    )
-    below_floor: bool | None = Field(
-        None, description="Scored under compression.scoring.floor: worth compressing again."
-    )
-    redactions: dict[str, int] | None = Field(
-        None, description="Secrets masked in what left for compaction, by kind (never values)."
-    )
 
     @staticmethod
     def of(event: CompressionEvent) -> dict:

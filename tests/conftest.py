@@ -61,6 +61,39 @@ def gateway(make_gateway) -> Gateway:
 
 
 @pytest.fixture
+def model_server():
+    """The loopback OpenAI-compatible model (compression.testing.fake_model), scriptable."""
+    from compression.testing.fake_model import FakeModelServer
+
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def summariser(hermes_config, model_server):
+    """The service configured to summarise with the loopback model, with short timeouts;
+    ``summariser(**compression)`` sets more ``compression`` keys."""
+
+    def configure(**compression):
+        return hermes_config(
+            auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
+            compression={
+                "context_timeout_seconds": 2,
+                "context_total_ceiling_seconds": 5,
+                **compression,
+            },
+        )
+
+    configure()
+    return configure
+
+
+@pytest.fixture
+def channel(db):
+    return create_channel("engine")[0]
+
+
+@pytest.fixture
 def hermes_config(settings) -> Callable[..., HermesConfig]:
     """Replace the active configuration for one test: ``hermes_config(server={...})``."""
 

@@ -16,33 +16,8 @@ from compression.models import CompressionEvent
 from compression.testing.fake_model import Drop, Fail, FakeModelServer, Malformed, Reply
 from core.config import CompressionConfig
 from sessions_app import selectors, services
-from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import recount
-
-
-@pytest.fixture
-def model_server():
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def summariser(hermes_config, model_server):
-    """The service configured to use the loopback model, with short timeouts."""
-
-    def configure(**compression):
-        return hermes_config(
-            auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
-            compression={
-                "context_timeout_seconds": 2,
-                "context_total_ceiling_seconds": 5,
-                **compression,
-            },
-        )
-
-    configure()
-    return configure
 
 
 def turn(n: int, *, tools: int = 1, size: int = 40) -> list[dict]:
@@ -69,11 +44,6 @@ def turn(n: int, *, tools: int = 1, size: int = 40) -> list[dict]:
         ],
         {"role": "assistant", "content": f"Answer {n}: item-{n} is fine."},
     ]
-
-
-@pytest.fixture
-def channel(db):
-    return create_channel("engine")[0]
 
 
 def make_session(channel, turns: int = 12, **kwargs) -> Session:

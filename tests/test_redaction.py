@@ -187,41 +187,12 @@ def secret_turns() -> list[dict]:
 
 
 @pytest.fixture
-def model_server():
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def summariser(hermes_config, model_server):
-    def configure(**compression):
-        return hermes_config(
-            auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
-            compression={
-                "context_timeout_seconds": 2,
-                "context_total_ceiling_seconds": 5,
-                **compression,
-            },
-        )
-
-    configure()
-    return configure
-
-
-@pytest.fixture
-def secret_session(channel_db):
-    session = make_session(channel_db, turns=3)
+def secret_session(channel):
+    session = make_session(channel, turns=3)
     services.append_messages(session, secret_turns())
     services.append_messages(session, [m for n in range(3, 12) for m in turn(n)])
     session.refresh_from_db()
     return session
-
-
-@pytest.fixture
-def channel_db(db):
-    from sessions_app.keys import create_channel
-
-    return create_channel("redaction")[0]
 
 
 def stored(session) -> list[tuple]:
@@ -351,12 +322,12 @@ def test_server_side_compaction_is_sent_masked(gateway, hermes_config):
     )
 )
 def test_no_generated_secret_reaches_the_summariser_wherever_it_sits(
-    summariser, model_server, channel_db, planted
+    summariser, model_server, channel, planted
 ):
     """Secrets of any shape, in any kind of row (a user's text, an assistant's, a tool call's
     arguments, a tool result), never appear in what the summariser is sent, and the summary
     written never holds them."""
-    session = make_session(channel_db, turns=2)
+    session = make_session(channel, turns=2)
     secrets, texts = [], []
     rows: list[dict] = []
     for n, (shape, data, where) in enumerate(planted):

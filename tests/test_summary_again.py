@@ -15,34 +15,13 @@ from compression.engine.compress import compress
 from compression.engine.probe import probe
 from compression.engine.redo import resummarise
 from compression.models import CompressionEvent
-from compression.testing.fake_model import Fail, FakeModelServer, Reply, Respond
+from compression.testing.fake_model import Fail, Reply, Respond
 from sessions_app.models import Message
 from sessions_app.services import InvalidInput, StateConflict
 from tests.test_summary_scores import REGRESSION, planted_session, rows_of
 
 Outcome = CompressionEvent.Outcome
 WEAK = "## Goal\nThe user had a deploy problem. " * 30
-
-
-@pytest.fixture
-def model_server():
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def summariser(hermes_config, model_server):
-    return hermes_config(
-        auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
-        compression={"context_timeout_seconds": 2, "context_total_ceiling_seconds": 5},
-    )
-
-
-@pytest.fixture
-def channel(db):
-    from sessions_app.keys import create_channel
-
-    return create_channel("again")[0]
 
 
 def expected_items() -> list[str]:

@@ -12,9 +12,8 @@ import pytest
 from compression.engine.compress import compress
 from compression.engine.retention import MISSED_KEPT, normalise, row_text, salient_items, score
 from compression.models import CompressionEvent
-from compression.testing.fake_model import FakeModelServer, Reply
+from compression.testing.fake_model import Reply
 from sessions_app import services
-from sessions_app.keys import create_channel
 from sessions_app.models import Message
 from tests.test_compression import make_session, turn
 
@@ -74,33 +73,6 @@ def test_masked_secrets_are_not_items():
 
 
 # --- On the event -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def model_server():
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture
-def summariser(hermes_config, model_server):
-    def configure(**compression):
-        return hermes_config(
-            auxiliary={"compression": {"model": "fake-summary", "base_url": model_server.base_url}},
-            compression={
-                "context_timeout_seconds": 2,
-                "context_total_ceiling_seconds": 5,
-                **compression,
-            },
-        )
-
-    configure()
-    return configure
-
-
-@pytest.fixture
-def channel(db):
-    return create_channel("scores")[0]
 
 
 def planted_session(channel):

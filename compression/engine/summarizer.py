@@ -111,6 +111,11 @@ def summarize(
 CUT_OFF = frozenset({"length", "content_filter", "max_output_tokens", "incomplete"})
 
 
+def _in_time(deadline: float, total_timeout: float) -> None:
+    if time.monotonic() > deadline:
+        raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+
+
 def _read_chat(
     client: openai.OpenAI,
     prompt: Prompt,
@@ -136,8 +141,7 @@ def _read_chat(
     with stream:
         for chunk in stream:
             chunks += 1
-            if time.monotonic() > deadline:
-                raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+            _in_time(deadline, total_timeout)
             for choice in chunk.choices or ():
                 if choice.delta and choice.delta.content:
                     parts.append(choice.delta.content)
@@ -173,8 +177,7 @@ def _read_responses(
     with stream:
         for event in stream:
             events += 1
-            if time.monotonic() > deadline:
-                raise SummaryFailed("timeout", f"no complete reply within {total_timeout:g} s")
+            _in_time(deadline, total_timeout)
             if event.type == "response.output_text.delta":
                 parts.append(event.delta)
             elif event.type in ("response.incomplete", "response.completed"):
