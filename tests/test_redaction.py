@@ -8,7 +8,7 @@ import json
 import string
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from compression.engine.compress import compress
@@ -88,6 +88,7 @@ def test_every_built_in_shape_is_masked_whatever_surrounds_it(
     everything, shape, data, before, after, left, right
 ):
     text, secret = data.draw(SHAPES[shape])
+    assume(secret not in before + after)  # the prose around it may not hold it by chance
     sent = f"{before}{left}{text}{right}{after}"
     tally = Tally()
     masked = everything.mask(sent, tally)
@@ -332,6 +333,7 @@ def test_no_generated_secret_reaches_the_summariser_wherever_it_sits(
     rows: list[dict] = []
     for n, (shape, data, where) in enumerate(planted):
         text, secret = data.draw(SHAPES[shape])
+        assume(not set(secret) <= set("xy"))  # the filler turns hold runs of x and y
         secrets.append(secret)
         texts.append(text)
         if where == 0:
