@@ -65,6 +65,53 @@ def test_bin_test_keeps_each_pass_s_screenshots_in_its_own_folder_and_clears_the
     assert not (artifacts / "screenshots").exists()
 
 
+# Stands in for .venv/bin/python: each pass says which it is; the PostgreSQL pass fails.
+PASSES_PYTHON = """#!/bin/sh
+if [ "$1" = "-m" ]; then
+  if [ -n "$HERMES_DATABASE_URL" ]; then echo "postgresql pass ran"; exit 5; fi
+  echo "sqlite pass ran"
+fi
+exit 0
+"""
+
+
+def _sandbox(tmp_path: Path, python: str) -> None:
+    _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
+    for stub in ("bin/bootstrap", "bin/peers", ".venv/bin/ruff", ".venv/bin/mypy"):
+        _script(tmp_path / stub, "#!/bin/sh\nexit 0\n")
+    _script(tmp_path / ".venv" / "bin" / "python", python)
+
+
+def test_bin_test_runs_both_passes_and_fails_with_the_postgresql_pass_showing_its_output(
+    tmp_path,
+):
+    _sandbox(tmp_path, PASSES_PYTHON)
+
+    run = subprocess.run(
+        [str(tmp_path / "bin" / "test")], env=_env(), capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 5
+    assert "sqlite pass ran" in run.stdout and "postgresql pass ran" in run.stdout
+    assert "SQLite pass exit 0, PostgreSQL pass exit 5" in run.stderr
+
+
+def test_bin_test_runs_the_passes_one_after_the_other_when_asked(tmp_path):
+    _sandbox(tmp_path, PASSES_PYTHON)
+
+    run = subprocess.run(
+        [str(tmp_path / "bin" / "test")],
+        env=_env(HERMES_TEST_SERIAL="1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert run.returncode == 5
+    assert run.stdout.index("sqlite pass ran") < run.stdout.index("postgresql pass ran")
+    assert "alongside" not in run.stdout
+
+
 def test_the_quick_lane_runs_one_sqlite_pass_without_the_marked_tests_or_the_peers(tmp_path):
     _script(tmp_path / "bin" / "test", (ROOT / "bin" / "test").read_text())
     calls = tmp_path / "calls"
