@@ -23,6 +23,8 @@ Stored: the index, the query's index expression, message ids and scores -- never
 from __future__ import annotations
 
 import logging
+import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -223,9 +225,8 @@ _pending = threading.local()
 
 
 def request(index: str, expression: str, phrases: Sequence, channel_id: int | None) -> None:
-    """Note that a query's best rows should be refreshed; ``flush()`` queues the task once the
-    lookup has finished with the database (django-q2's ORM broker closes an idle connection
-    before it writes, which would pull it from under a running lookup). At most once per
+    """Note that a query's best rows should be refreshed; ``flush()``, once the lookup has
+    finished with the database, hands the ask to the enqueuer. At most once per
     ``ASK_EVERY_SECONDS`` per query and scope, per process."""
     if not enabled():
         return
@@ -244,14 +245,80 @@ def request(index: str, expression: str, phrases: Sequence, channel_id: int | No
 
 
 def flush() -> None:
-    """Queue the refreshes this thread's lookups asked for. A refused queue (the broker is
-    down) costs the search nothing: it is logged, and the next lookup asks again."""
-    from django_q.tasks import async_task
+    """Hand the refreshes this thread's lookups asked for to the process's enqueuer thread.
+
+    Queueing a task is a write -- on SQLite's ORM broker a write transaction that waits for the
+    lock behind every append, and django-q2 may close the connection before it writes, so the next
+    lookup would start on a cold one -- and a search makes no write on its request path. With the
+    queue synchronous (the tests' settings: the task runs where it is queued) they are queued here,
+    at once. An ask is a hint: one lost when the process stops is asked again by a later lookup."""
+    asks, _pending.asks = getattr(_pending, "asks", None) or [], []
+    if not asks:
+        return
+    from django_q.conf import Conf
 
     from core.logs import task_kwargs
 
-    asks, _pending.asks = getattr(_pending, "asks", None) or [], []
-    for key, phrases, channel_id in asks:
+    batch = [(*ask, task_kwargs()) for ask in asks]
+    if Conf.SYNC:
+        _enqueue(batch)
+    else:
+        _enqueuer().put(batch)
+
+
+def drain(timeout: float = 5.0) -> bool:
+    """Wait until the enqueuer has queued every ask handed to it (tests, and a clean stop)."""
+    enqueuer = _enqueuer_queue
+    if enqueuer is None:
+        return True
+    deadline = time.monotonic() + timeout
+    while enqueuer.unfinished_tasks:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+Ask = tuple[tuple[str, str, int], list, int | None, dict[str, str]]
+_enqueuer_queue: queue.Queue[list[Ask]] | None = None
+_enqueuer_pid: int | None = None
+_enqueuer_lock = threading.Lock()
+
+
+def _enqueuer() -> queue.Queue[list[Ask]]:
+    """The process's enqueuer: one daemon thread, started on first use and again in a forked
+    child (a thread does not survive the fork of a server's worker)."""
+    global _enqueuer_queue, _enqueuer_pid
+    with _enqueuer_lock:
+        if _enqueuer_queue is None or _enqueuer_pid != os.getpid():
+            _enqueuer_queue, _enqueuer_pid = queue.Queue(), os.getpid()
+            threading.Thread(
+                target=_run_enqueuer, args=(_enqueuer_queue,), name="ranked-enqueuer", daemon=True
+            ).start()
+        return _enqueuer_queue
+
+
+def _run_enqueuer(asks: queue.Queue[list[Ask]]) -> None:
+    from django.db import connection as own  # this thread's connection, not a request's
+
+    while True:
+        batch = asks.get()
+        try:
+            _enqueue(batch)
+        except Exception:  # the thread lives on; _enqueue logs each refusal itself
+            logger.exception("the ranking enqueuer failed on a batch")
+        finally:
+            if asks.empty():
+                own.close()  # idle until the next ask: hold no connection meanwhile
+            asks.task_done()
+
+
+def _enqueue(batch: Sequence[Ask]) -> None:
+    """Queue each refresh. A refused queue (the broker is down) costs the search nothing: it is
+    logged, and the next lookup asks again."""
+    from django_q.tasks import async_task
+
+    for key, phrases, channel_id, kwargs in batch:
         index, expression, _ = key
         try:
             async_task(
@@ -265,7 +332,7 @@ def flush() -> None:
                 # A success is not kept: refreshes would push the compressions out of the
                 # queue's list of done tasks, and their arguments hold the query's words.
                 save=False,
-                **task_kwargs(),
+                **kwargs,
             )
         except Exception:  # a search never fails for its background work
             logger.warning("could not queue the ranking refresh of %r", expression, exc_info=True)

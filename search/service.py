@@ -194,7 +194,7 @@ def search(
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
     result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
     result.total_seconds = time.perf_counter() - started
-    ranked.flush()  # after every read: queueing may close the connection (search.ranked)
+    ranked.flush()  # the refreshes asked for go to the enqueuer thread (search.ranked)
     SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)
     return result
 

@@ -445,3 +445,50 @@ def test_two_refreshes_of_one_query_racing_on_postgresql_leave_one_entry_and_no_
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT upto FROM {ranked.TERMS} WHERE expression = %s", ['"race"'])  # noqa: S608
         assert cursor.fetchall() == [(5,)]
+
+
+def test_a_lookup_returns_before_its_refresh_is_queued_and_the_enqueuer_queues_it_after(
+    db, monkeypatch
+):
+    """With a real (not synchronous) queue, queueing is a write made off the request path."""
+    import threading
+
+    import django_q.tasks
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    release, queued = threading.Event(), []
+
+    def slow_broker(func, *args, **kwargs):
+        release.wait(10)
+        queued.append((func, args[1], threading.current_thread().name, kwargs["request_id"]))
+
+    monkeypatch.setattr(django_q.tasks, "async_task", slow_broker)
+    channel, _, _ = _conversation("ranked-enqueuer")
+    from core.logs import bind_request_id, unbind
+
+    token = bind_request_id("req-ranked-1")
+    try:
+        answer = search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    finally:
+        unbind(token)
+    assert answer.ranked_within == 100 and queued == []  # answered while the broker waits
+    release.set()
+    assert ranked.drain()
+    assert queued == [("search.tasks.refresh_ranked", '"alpha"', "ranked-enqueuer", "req-ranked-1")]
+
+
+def test_a_queue_refused_off_the_request_path_lets_the_next_lookup_ask_again(db, monkeypatch):
+    import django_q.tasks
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+
+    def refuse(*args, **kwargs):
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(django_q.tasks, "async_task", refuse)
+    channel, _, _ = _conversation("ranked-refused-later")
+    search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    assert ranked.drain()
+    assert ranked._asked == {}
