@@ -267,7 +267,7 @@ def flush() -> None:
 
 
 def drain(timeout: float = 5.0) -> bool:
-    """Wait until the enqueuer has queued every ask handed to it (tests, and a clean stop)."""
+    """Wait until the enqueuer has queued every ask handed to it (tests and benches)."""
     enqueuer = _enqueuer_queue
     if enqueuer is None:
         return True
@@ -305,11 +305,11 @@ def _run_enqueuer(asks: queue.Queue[list[Ask]]) -> None:
         batch = asks.get()
         try:
             _enqueue(batch)
-        except Exception:  # the thread lives on; _enqueue logs each refusal itself
-            logger.exception("the ranking enqueuer failed on a batch")
-        finally:
             if asks.empty():
                 own.close()  # idle until the next ask: hold no connection meanwhile
+        except Exception:  # the thread lives on; _enqueue logs each refusal itself
+            logger.warning("the ranking enqueuer failed on a batch", exc_info=True)
+        finally:
             asks.task_done()
 
 
