@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: a median timer and a fresh service on a temporary data folder."""
+"""Shared by the benchmarks: a median timer, a percentile and a fresh service on a temporary data
+folder."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ def median_us(fn: Callable[[], object], repeat: int) -> float:
         fn()
         samples.append(time.perf_counter() - t0)
     return statistics.median(samples) * 1e6
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The sample at fraction ``q`` of the sorted samples (nearest rank)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def setup_service(data_dir: Path) -> None:

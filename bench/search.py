@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._timing import percentile  # noqa: E402 - after the path
+
 SEED = 20261130
 CHANNELS = 4
 # A Zipf-distributed lexicon (as in real text: a few words everywhere, a long tail of rare ones):
@@ -193,11 +195,6 @@ def load(size: int) -> None:
         with connection.cursor() as cursor:
             for statement in fts.create_statements():
                 cursor.execute(statement)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # Half the queries are words a person would look up (head words at several frequencies), half

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _timing import setup_service  # noqa: E402 - after the path
+from _timing import percentile, setup_service  # noqa: E402 - after the path
 
 MATCHES = 300  # rows holding each word: three rank windows of 100
 PER_ROW = 4
@@ -70,11 +70,6 @@ def _write_until(stop: threading.Event, channel, name: str, counts: list[int]) -
         n += 1
     counts.append(n)
     connection.close()
-
-
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
@@ -135,11 +130,11 @@ def main() -> None:
             f"{queued} refreshes queued\n"
         )
         print(f"{'refresh queued':<24} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'p95 ratio':>10}")
-        base = _pct(timed["off it (the service)"], 0.95)
+        base = percentile(timed["off it (the service)"], 0.95)
         for way, samples in timed.items():
             print(
-                f"{way:<24} {statistics.median(samples):>8.2f} {_pct(samples, 0.95):>8.2f} "
-                f"{max(samples):>8.2f} {_pct(samples, 0.95) / base:>9.2f}x"
+                f"{way:<24} {statistics.median(samples):>8.2f} {percentile(samples, 0.95):>8.2f} "
+                f"{max(samples):>8.2f} {percentile(samples, 0.95) / base:>9.2f}x"
             )
 
 

@@ -492,3 +492,26 @@ def test_a_queue_refused_off_the_request_path_lets_the_next_lookup_ask_again(db,
     search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
     assert ranked.drain()
     assert ranked._asked == {}
+
+
+def test_a_forked_child_starts_its_own_enqueuer_instead_of_feeding_its_parent_s_dead_one(
+    db, monkeypatch
+):
+    import django_q.tasks
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    queued = []
+    monkeypatch.setattr(django_q.tasks, "async_task", lambda *a, **k: queued.append(a[2]))
+    channel, _, _ = _conversation("ranked-forked")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)
+    assert ranked.drain()
+    parent = ranked._enqueuer_queue
+    # As a server's forked worker sees it: the queue object is inherited, its thread is not.
+    monkeypatch.setattr(ranked, "_enqueuer_pid", -1)
+    ranked._asked.clear()
+    search("alpha", filters, limit=5)
+    assert ranked.drain()
+    assert ranked._enqueuer_queue is not parent
+    assert queued == ['"alpha"', '"alpha"']
