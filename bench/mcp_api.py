@@ -1,7 +1,7 @@
 """What a search costs through MCP, beside the same search through the JSON API, over HTTP.
 
-    .venv/bin/python bench/mcp.py                  # 100,000 messages, 300 rounds
-    .venv/bin/python bench/mcp.py --messages 1000000 --rounds 500
+    .venv/bin/python bench/mcp_api.py                  # 100,000 messages, 300 rounds
+    .venv/bin/python bench/mcp_api.py --messages 1000000 --rounds 500
 
 In a fresh SQLite file: the search benchmark's corpus (bench/search.py: four channels, one in
 four rows archived, the FTS5 indexes built), then the service as deployed (``manage.py serve``:
