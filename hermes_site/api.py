@@ -6,7 +6,6 @@ validation errors add ``errors`` with each field's location.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db import OperationalError
@@ -18,6 +17,7 @@ from ninja.renderers import JSONRenderer
 from agent.api import router as agent_router
 from compression.api import router as compression_router
 from compression.api_events import router as events_router
+from core.answers import readable_json
 from core.bodies import state_in_schema
 from core.errors import report
 from search.api import router as search_router
@@ -29,16 +29,10 @@ from sessions_app.services import ServiceError
 
 
 class ReadableJSON(JSONRenderer):
-    """UTF-8 JSON without ``\\uXXXX`` escapes, so Chinese reads as Chinese in a terminal or a log.
-    A lone surrogate (only an import could have stored one) cannot be UTF-8: that answer keeps
-    the escapes rather than failing."""
+    """The API's JSON (core.answers): UTF-8, Chinese as Chinese."""
 
     def render(self, request: HttpRequest, data: Any, *, response_status: int) -> Any:
-        text = json.dumps(data, cls=self.encoder_class, ensure_ascii=False)
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
-            return json.dumps(data, cls=self.encoder_class)
+        return readable_json(data, self.encoder_class)
 
 
 class GatewayAPI(NinjaAPI):

@@ -1,0 +1,72 @@
+"""The search answer is built in JSON's own types (search.api.serialize) and written as it is,
+not validated against ``SearchOut`` and encoded value by value on every request: these tests
+hold the two ways to the same bytes, over hits of every kind a search returns."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ninja.responses import NinjaJSONEncoder
+
+from search.api import SearchOut, serialize
+from search.service import Filters, search
+from sessions_app.models import Message
+
+from .test_search import planted  # noqa: F401 - the fixture
+
+
+def _through_the_schema(data: dict) -> bytes:
+    """What django-ninja answers for ``data`` with ``SearchOut`` as its response schema."""
+    dumped = SearchOut.model_validate(data).model_dump()
+    return json.dumps(dumped, cls=NinjaJSONEncoder, ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("q", "params", "index", "hits"),
+    [
+        ("kubernetes", {}, "words", 1),  # an archived original, its window across the summary
+        ("zeppelin", {"window": 5}, "words", 1),  # the summary itself
+        ("quokka", {"window": 0}, "words", 1),  # a live row (the other was rolled back), no window
+        ("缓存", {}, "bigram", 1),
+        ("user_by_ema", {}, "trigram", 1),
+        ("% ", {}, "scan", 1),  # the bounded scan: a hit without a score
+        ("Noted", {"limit": 3, "offset": 2}, "words", 3),  # a page past the first
+        ("nothing-matches-this", {}, None, 0),
+    ],
+)
+def test_a_search_answer_is_byte_for_byte_what_its_schema_would_write(
+    gateway,
+    planted,  # noqa: F811
+    q,
+    params,
+    index,
+    hits,
+):
+    response = gateway.get("/search", q=q, **params)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    # Built again in process with the same arguments (nothing was written in between).
+    session = Message.objects.filter(session_id=planted).first().session
+    result = search(
+        q,
+        Filters(channel_id=session.channel_id),
+        limit=params.get("limit", 20),
+        offset=params.get("offset", 0),
+        window=params.get("window", 2),
+    )
+    data = serialize(result, params.get("limit", 20), params.get("offset", 0))
+    assert json.loads(response.content) == json.loads(_through_the_schema(data))
+    assert response.content == _through_the_schema(data)
+    assert (data["index"], len(data["hits"])) == (index, hits)
+    if index == "scan":
+        assert data["hits"][0]["score"] is None
+
+
+def test_every_value_of_an_answer_is_already_of_its_json_type(gateway, planted):  # noqa: F811
+    session = Message.objects.filter(session_id=planted).first().session
+    result = search("Noted", Filters(channel_id=session.channel_id), window=3)
+    assert result.hits
+    data = serialize(result, 20, 0)
+    # json.dumps without an encoder fails on anything that is not JSON's: a datetime, a UUID.
+    assert json.loads(json.dumps(data)) == data
