@@ -104,3 +104,25 @@ def test_a_warmed_process_reads_nothing_once_per_process_on_its_first_substring_
     sent = _statements(lambda: search("tem-1", Filters(channel_id=session.channel_id)))
     assert not any("generate_series" in sql or "server_encoding" in sql for sql in sent)
     assert len(sent) == FIRST_LOOKUP_STATEMENTS["postgresql"]["substring"]
+
+
+@pytest.mark.django_db
+def test_authenticating_a_request_is_one_statement_and_touching_the_key_one_more_a_minute():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions_app.keys import authenticate_key
+    from sessions_app.models import ApiKey
+
+    channel, issued = create_channel("counts-auth")
+    key = issued.plaintext
+    first = _statements(lambda: authenticate_key(key))
+    assert len(first) == 2, "\n".join(first)  # the read, and last_used_at on its first use
+    again = _statements(lambda: authenticate_key(key))
+    assert len(again) == 1, "\n".join(again)
+    found = authenticate_key(key)
+    assert found is not None and found.channel.name == "counts-auth"
+    assert found.channel == channel and found.channel.description == channel.description
+    ApiKey.objects.filter(pk=found.pk).update(last_used_at=timezone.now() - timedelta(minutes=2))
+    assert len(_statements(lambda: authenticate_key(key))) == 2
