@@ -383,3 +383,32 @@ def test_the_postgresql_pass_really_runs_on_postgresql_and_redis():
 def test_the_codex_app_server_url_must_be_a_websocket_address():
     message = _error({"compression": {"codex_app_server_url": "http://127.0.0.1:8390"}})
     assert "compression.codex_app_server_url" in message and "ws://HOST:PORT" in message
+
+
+@pytest.mark.slow  # a process per setting: 3 s
+def test_a_served_process_keeps_its_database_connection_on_sqlite_as_on_postgresql(tmp_path):
+    # Opening a SQLite connection per request ran its PRAGMAs and emptied its page cache: a
+    # quarter of a search's time in a web process. Tests keep one per request (conn_max_age 0).
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "d = s.DATABASES['default']; print(d['CONN_MAX_AGE'], d['CONN_HEALTH_CHECKS'])"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hermes_site.settings"}
+    env.pop("HERMES_DATABASE_URL", None)
+
+    def kept(server: str, **env_vars: str) -> str:
+        path = tmp_path / "hermes.yaml"
+        path.write_text(f"server:\n  data_dir: {tmp_path}\n{server}", encoding="utf-8")
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**env, "HERMES_CONFIG": str(path), **env_vars},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+
+    assert kept("") == "60 True"
+    assert kept("  db_conn_max_age: 0\n") == "0 True"
+    assert kept("  db_conn_max_age: 5\n", HERMES_DATABASE_URL="postgres://u@h:5432/m") == "5 True"
