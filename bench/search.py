@@ -1,31 +1,34 @@
-"""Recall latency on a generated corpus, beside a naive LIKE scan over the same rows.
+"""Recall latency on a generated corpus: each query's first lookup beside its later ones, the
+parts of an answer's time, PostgreSQL beside SQLite, and the HTTP path beside the service.
 
-    .venv/bin/python bench/search.py                 # 100,000 and 1,000,000 messages
-    .venv/bin/python bench/search.py --sizes 100000  # one size
-    .venv/bin/python bench/search.py --backend sqlite  # or postgres; default: both
+    .venv/bin/python bench/search.py                    # 100,000 and 1,000,000 messages
+    .venv/bin/python bench/search.py --sizes 100000     # one size
+    .venv/bin/python bench/search.py --backend sqlite   # or postgres; default: both
+    .venv/bin/python bench/search.py --http             # also through GET /api/v1/search
 
 For each size and backend, in a fresh SQLite file or a fresh PostgreSQL database with the
 service's settings: load a deterministic corpus (mixed English, Chinese, code and tool output; 1
-in 4 rows archived, as after compressions), build the three search indexes (timed), then run
-word, CJK, substring and fallback queries through the same service the API uses (20 hits with
-their windows and bookmarks), and the same needles through a naive ``content LIKE '%needle%'``
-scan (``ILIKE`` on PostgreSQL) that finds every match (what ranking all matches without an index
-needs). Prints p50/p95 per query kind: the *lookup* (routing, matching, ranking:
-the same job as the scan) and the *full* response (plus excerpts, windows and bookmarks), beside
-the scan's, with the ratios. Sessions are spread over four channels and every query runs as the
-API runs it for a gateway, within one channel; the lookup is also reported without that filter
-and, on SQLite, beside the same match on the FTS5 table alone (no join, no filter: the cost of
-the index itself). Each query runs ``--repeat`` times, after one untimed run that lets the
-worker keep the best rows of a query matching more than the rank window (the refresh runs at
-once here, as the worker's would in a running service; search.ranked): what is timed is the
-steady state. The first lookup of such a query, before its refresh lands, is ranked within its
-newest window as ``--first-lookups`` measures. Last, where a common word's best match planted in
-the oldest tenth of the corpus ranks (it should be first).
+in 4 rows archived, as after compressions; 240 rare facts in 12 kinds, each said once), build the
+search indexes (timed), then run every query kind -- common words, CJK, substrings, the odd
+queries that end in the bounded scan, and the facts -- through the same service the API uses,
+within one channel as a gateway's key limits it, 20 hits with windows of 2. Each query's *first*
+lookup is timed (nothing kept for it yet: an agent's new question), with its parts (the lookup,
+the hits' rows, windows, excerpts, bookmarks, the refreshes it hands on); then the refreshes it
+asked for run as the worker would, and ``--repeat`` later runs are timed (the steady state).
+Baselines in the same run: a naive ``content LIKE '%needle%'`` scan (``ILIKE`` on PostgreSQL)
+that finds every match, and on SQLite the same match on the FTS5 table alone (no join, no
+filter). Where each fact's one message ranks on its first lookup; where a common word's best
+match, planted in the oldest tenth, ranks. On PostgreSQL every kind is measured without planner
+statistics (a fresh load or a restore) and analyzed, and the last table puts its first answers
+beside SQLite's. ``--http`` then serves the corpus (``manage.py serve``: gunicorn and its
+worker) and asks every query through ``GET /api/v1/search`` again, first and later, beside the
+in-process answers.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -115,9 +118,12 @@ def _setup(data_dir: Path) -> None:
     config.write_text(f"server:\n  data_dir: {data_dir}\n", encoding="utf-8")
     os.environ["HERMES_CONFIG"] = str(config)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hermes_site.settings")
+    import logging
+
     import django
 
     django.setup()
+    logging.getLogger("django-q").setLevel(logging.WARNING)  # "Enqueued ..." per refresh asked
 
 
 # A common word's best match, planted in the oldest session of the first channel (the oldest
@@ -125,6 +131,104 @@ def _setup(data_dir: Path) -> None:
 # first by BM25 and by ts_rank alike. The benchmark checks it comes first.
 PLANTED = " ".join(["deploy"] * 12)
 PLANTED_AT = 200  # its position in that session
+
+# Rare facts, each said once in the whole corpus, 20 of each of 12 kinds: what an agent most
+# often looks up (a code, a path, a name said once weeks ago). Each kind's query is the fact
+# or a part of it; the benchmark checks where its one message ranks.
+_USED_HAN = set(HAN) | set("".join(HEAD_ZH)) | set("".join(ZH_LEXICON))
+RARE_HAN = [chr(c) for c in range(0x9FA5, 0x4E00, -1) if chr(c) not in _USED_HAN][:60]
+FACTS_PER_KIND = 20
+
+
+def _facts() -> dict[str, list[tuple[str, str]]]:
+    """Kind -> [(the message that says it, the query that looks it up)]."""
+    n = range(FACTS_PER_KIND)
+    kinds: dict[str, list[tuple[str, str]]] = {
+        "fact_word": [
+            (f"The handover code is lumenveil{i:02d} tonight.", f"lumenveil{i:02d}") for i in n
+        ],
+        "fact_phrase": [
+            (
+                f"We parked the saffron{i:02d} lantern rollout until Friday.",
+                f"saffron{i:02d} lantern",
+            )
+            for i in n
+        ],
+        "fact_identifier": [
+            (f"Call reconcile_ledger_v{i} before closing the month.", f"reconcile_ledger_v{i}")
+            for i in n
+        ],
+        "fact_path": [
+            (
+                f"Config now lives in /srv/hermes/releases/r{i:03d}/settings.toml.",
+                f"releases/r{i:03d}/settings.toml",
+            )
+            for i in n
+        ],
+        "fact_url": [
+            (
+                f"Status page: https://status.example.net/incident/{4100 + i} (resolved).",
+                f"status.example.net/incident/{4100 + i}",
+            )
+            for i in n
+        ],
+        "fact_version": [
+            (
+                f"Pinned the client to 9.{i}.{i * 7 % 10}-rc{i % 4} after the regression.",
+                f"9.{i}.{i * 7 % 10}-rc{i % 4}",
+            )
+            for i in n
+        ],
+        "fact_error_code": [
+            (
+                f"The nightly job failed with E{7100 + i}_QUOTA_EXCEEDED again.",
+                f"E{7100 + i}_QUOTA_EXCEEDED",
+            )
+            for i in n
+        ],
+        "fact_email": [
+            (
+                f"Escalate to oncall{i:02d}@ledger.example if it pages twice.",
+                f"oncall{i:02d}@ledger.example",
+            )
+            for i in n
+        ],
+        "fact_zh_word": [
+            (
+                f"上线前请确认{RARE_HAN[i]}{RARE_HAN[20 + i]}协议的版本。",
+                f"{RARE_HAN[i]}{RARE_HAN[20 + i]}",
+            )
+            for i in n
+        ],
+        "fact_zh_1char": [(f"备注：{RARE_HAN[40 + i]}字号已经登记。", RARE_HAN[40 + i]) for i in n],
+        "fact_mixed": [(f"用Kafka{i:02d}重试三次后告警。", f"Kafka{i:02d}重试") for i in n],
+        "fact_substring": [
+            (
+                f"Uploaded the artifact xylophonequartz{i:02d}tailwind to the bucket.",
+                f"phonequartz{i:02d}tail",
+            )
+            for i in n
+        ],
+    }
+    return kinds
+
+
+FACTS = _facts()
+
+
+def _fact_places(sessions: int) -> dict[tuple[int, int], str]:
+    """Where each fact is said: (session number, position), in the first channel's sessions
+    (every CHANNELS-th), spread from the oldest to the newest, live and archived rows alike."""
+    ours = list(range(0, sessions, CHANNELS))
+    said = [text for kind in FACTS.values() for text, _ in kind]
+    places: dict[tuple[int, int], str] = {}
+    for j, text in enumerate(said):
+        session = ours[(j * 7919) % len(ours)]
+        position = 1 + (j * 131) % 498
+        while (session, position) in places or (session, position) == (0, PLANTED_AT):
+            position = position % 498 + 1
+        places[(session, position)] = text
+    return places
 
 
 def load(size: int) -> None:
@@ -151,6 +255,7 @@ def load(size: int) -> None:
         else:
             for statement in ("search_fts_ai", "search_fts_au", "search_fts_ad"):
                 cursor.execute(f"DROP TRIGGER IF EXISTS {statement}")
+    places = _fact_places(-(-size // per_session))
     for start in range(0, size, per_session):
         channel = channels[(start // per_session) % CHANNELS]
         sid = uuid.uuid4().hex
@@ -161,6 +266,7 @@ def load(size: int) -> None:
             text = sentence(rng, i)
             if start == 0 and p == PLANTED_AT:
                 text = PLANTED
+            text = places.get((start // per_session, p), text)
             archived = p < count // 4
             rows.append(
                 (
@@ -269,14 +375,63 @@ def _index_alone(q: str, index: str | None) -> float | None:
     return time.perf_counter() - t0
 
 
-def _refresh_at_once() -> None:
-    """search.ranked.flush as the worker would run what it queues, without a worker."""
-    from search import ranked
-    from search.tasks import refresh_ranked
+# The parts of a full answer, timed where the service calls them: the lookup is the service's
+# own lookup_seconds; after it the hits' rows, their windows, excerpts and bookmarks; and the
+# refreshes a lookup asks for, handed on (search.ranked.flush) once the answer is built.
+PARTS = {
+    "rows": ("search.rows", "read_hits"),
+    "windows": ("search.results", "windows"),
+    "excerpts": ("search.results", "excerpt_html"),
+    "bookmarks": ("search.results", "bookmarks"),
+    "refresh asks": ("search.ranked", "flush"),
+}
 
-    asks, ranked._pending.asks = getattr(ranked._pending, "asks", None) or [], []
-    for (index, expression, _), phrases, channel_id in asks:
-        refresh_ranked(index, expression, phrases, channel_id)
+
+class Parts:
+    """Wraps the PARTS' functions to add up the time spent in each, and records the refreshes
+    a lookup asked for, so the benchmark can run them as the worker would."""
+
+    def __init__(self) -> None:
+        import importlib
+
+        from search import ranked
+
+        self.spent: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+        self.asks: list = []
+        for name, (module_name, attribute) in PARTS.items():
+            module = importlib.import_module(module_name)
+            setattr(module, attribute, self._timed(name, getattr(module, attribute)))
+        self._pending = ranked._pending
+
+    def _timed(self, name: str, real):
+        def timed(*args, **kwargs):
+            if name == "refresh asks":
+                self.asks += getattr(self._pending, "asks", None) or []
+            t0 = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.spent[name] += time.perf_counter() - t0
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        spent, self.spent = self.spent, dict.fromkeys(PARTS, 0.0)
+        return spent
+
+    def refresh(self) -> None:
+        """What the worker does with the asks, at once (a running service's worker does it
+        within a moment of the first lookup)."""
+        from search.tasks import refresh_ranked
+
+        asks, self.asks = self.asks, []
+        for (index, expression, _), phrases, channel_id in asks:
+            refresh_ranked(index, expression, phrases, channel_id)
+
+
+def classes() -> dict[str, list[str]]:
+    """Every query kind: the common and odd queries, then the rare facts' queries."""
+    return {**QUERIES, **{kind: [q for _, q in facts] for kind, facts in FACTS.items()}}
 
 
 def planted_first() -> str:
@@ -299,45 +454,68 @@ def planted_first() -> str:
     )
 
 
-def measure(size: int, repeat: int, warm: bool = True) -> list[tuple]:
+SCANNED_PER_KIND = 5  # the LIKE baseline's cost hardly depends on the needle
+
+
+def measure(repeat: int, parts: Parts) -> dict:
+    """Each query's first lookup (nothing kept for it yet, as when an agent asks something new)
+    timed with its parts, then the refreshes it asked for run, then ``repeat`` later runs: the
+    steady state. Per kind: the samples, and for the rare facts where their one message ranked."""
     from django.db import connection, transaction
 
     from search import ranked
     from search.filters import Filters
     from search.service import search
-    from sessions_app.models import Channel
+    from sessions_app.models import Channel, Message
 
-    ranked.flush = _refresh_at_once
-    if not warm:  # every lookup a first one: ranked within its newest window
-        ranked.enabled = lambda: False
     with connection.cursor() as cursor:
         ranked.clear(cursor)
     ranked._asked.clear()
-
+    said = {
+        text: pk
+        for text, pk in Message.objects.filter(
+            content__in=[t for kind in FACTS.values() for t, _ in kind]
+        ).values_list("content", "pk")
+    }
     # As the API searches for a gateway: within its channel.
     api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
-    rows = []
-    for kind, queries in QUERIES.items():
-        full: list[float] = []
-        lookup: list[float] = []
-        unfiltered: list[float] = []
-        alone: list[float] = []
-        scan: list[float] = []
-        indexes = set()
-        for q in queries:
-            if warm:
-                search(q, api, limit=20, window=2)
-                search(q, limit=20, window=0)
+    out: dict[str, dict] = {}
+    for kind, queries in classes().items():
+        m: dict = {k: [] for k in ("first", "first_lookup", "steady", "steady_lookup")}
+        m |= {"unfiltered": [], "alone": [], "scan": [], "ranks": [], "indexes": set()}
+        m["parts"] = dict.fromkeys(PARTS, 0.0)
+        facts = dict(FACTS.get(kind, []))
+        for n, q in enumerate(queries):
+            parts.take()
+            result = search(q, api, limit=20, window=2)
+            spent = parts.take()
+            m["first"].append(result.total_seconds)
+            m["first_lookup"].append(result.lookup_seconds)
+            for name, seconds in spent.items():
+                m["parts"][name] += seconds
+            m["indexes"].add(result.index or "none")
+            if facts:
+                pk = said[next(t for t, query in facts.items() if query == q)]
+                hits = [h.message.pk for h in result.hits]
+                m["ranks"].append(hits.index(pk) + 1 if pk in hits else None)
+            # The enqueuer thread queues the asks after the answer (a write, on the ORM broker):
+            # let it finish before timing anything else, then run them as the worker would.
+            ranked.drain(30)
+            parts.refresh()
+            search(q, limit=20, window=0)  # the unfiltered scope's first lookup, untimed
+            ranked.drain(30)
+            parts.refresh()
             for _ in range(repeat):
                 result = search(q, api, limit=20, window=2)
-                full.append(result.total_seconds)
-                lookup.append(result.lookup_seconds)
+                m["steady"].append(result.total_seconds)
+                m["steady_lookup"].append(result.lookup_seconds)
                 plain = search(q, limit=20, window=0)
-                unfiltered.append(plain.lookup_seconds)
+                m["unfiltered"].append(plain.lookup_seconds)
                 baseline = _index_alone(q, plain.index)
                 if baseline is not None:
-                    alone.append(baseline)
-            indexes.add(result.index or "none")
+                    m["alone"].append(baseline)
+            if n >= SCANNED_PER_KIND:
+                continue
             needle = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             postgres = connection.vendor == "postgresql"
             like = "ILIKE" if postgres else "LIKE"  # case-blind on both
@@ -353,22 +531,141 @@ def measure(size: int, repeat: int, warm: bool = True) -> list[tuple]:
                 )
                 cursor.execute(sql, [f"%{needle}%"])
                 cursor.fetchall()
-            scan.append(time.perf_counter() - t0)
-        rows.append(
-            (
-                kind,
-                "/".join(sorted(indexes)),
-                percentile(lookup, 0.5) * 1000,
-                percentile(lookup, 0.95) * 1000,
-                percentile(full, 0.5) * 1000,
-                percentile(full, 0.95) * 1000,
-                percentile(scan, 0.5) * 1000,
-                percentile(scan, 0.95) * 1000,
-                percentile(unfiltered, 0.5) * 1000,
-                percentile(alone, 0.5) * 1000 if alone else None,
-            )
+            m["scan"].append(time.perf_counter() - t0)
+        m["parts"] = {k: v / len(queries) for k, v in m["parts"].items()}
+        m["indexes"] = "/".join(sorted(m["indexes"]))
+        out[kind] = m
+    return out
+
+
+def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[float]]]:
+    """The same queries through ``GET /api/v1/search`` of a running service (gunicorn, its
+    worker refreshing what first lookups ask for), one keep-alive connection as a gateway's
+    client keeps: each query's first request, then ``repeat`` later ones, timed from the
+    client (sending, gunicorn, Django, the service, reading the whole answer)."""
+    import http.client
+    import json
+    from urllib.parse import urlencode, urlsplit
+
+    where = urlsplit(base)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    headers = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
+
+    def get(q: str) -> float:
+        t0 = time.perf_counter()
+        conn.request("GET", "/api/v1/search?" + urlencode({"q": q}), headers=headers)
+        response = conn.getresponse()
+        body = response.read()
+        seconds = time.perf_counter() - t0
+        if response.status != 200:
+            raise SystemExit(f"GET /api/v1/search?q={q}: {response.status} {body[:300]!r}")
+        json.loads(body)
+        return seconds
+
+    for q in ("warm", "up", "数据", "zz"):  # the processes' first requests (imports, caches)
+        for _ in range(3):
+            get(q)
+    out: dict[str, dict[str, list[float]]] = {}
+    # Django's whole stack for a view that reads nothing (the middleware, no API, no database).
+    out["floor: GET /healthz"] = {"first": [], "steady": _plain_gets(conn, "/healthz", 200)}
+    for kind, queries in classes().items():
+        first, steady = [], []
+        for q in queries:
+            first.append(get(q))
+            # The worker's refresh of a common query (asked by its first lookup) lands
+            # meanwhile: later runs are the steady state, not beside the refresh.
+            time.sleep(0.05 if kind in FACTS else 2.5)
+            steady += [get(q) for _ in range(repeat)]
+        out[kind] = {"first": first, "steady": steady}
+    conn.close()
+    return out
+
+
+def _plain_gets(conn, path: str, n: int) -> list[float]:
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        conn.request("GET", path, headers={"Host": "127.0.0.1"})
+        response = conn.getresponse()
+        response.read()
+        samples.append(time.perf_counter() - t0)
+        if response.status != 200:
+            raise SystemExit(f"GET {path}: {response.status}")
+    return samples
+
+
+def wsgi_floor() -> list[float]:
+    """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
+    what gunicorn and this client cost with no Django at all."""
+    import http.client
+    import socket
+
+    from django.conf import settings
+
+    server = settings.HERMES.server
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    gunicorn = [sys.executable, "-m", "gunicorn", "bench._wsgi_floor:app", "-k", "gthread"]
+    gunicorn += ["-w", str(server.web_workers), "--threads", str(server.web_threads)]
+    gunicorn += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
+    process = subprocess.Popen(gunicorn, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                _plain_gets(conn, "/", 20)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        return _plain_gets(conn, "/", 200)
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+class Service:
+    """``manage.py serve`` on the benchmark's data folder: gunicorn and the worker, as deployed."""
+
+    def __init__(self, data: Path) -> None:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.data = data
+
+    def __enter__(self) -> Service:
+        import http.client
+
+        env = {**os.environ, "HERMES_ADDR": f"127.0.0.1:{self.port}"}
+        self.log = open(self.data / "serve.log", "w", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--no-migrate"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
-    return rows
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        raise SystemExit(f"the service did not start: see {self.data / 'serve.log'}")
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait(60)
+        self.log.close()
 
 
 def _database_mib(data: Path) -> float:
@@ -400,7 +697,7 @@ def _build_indexes(size: int) -> str:
     return "3 FTS5 indexes and their recent twins"
 
 
-def run(size: int, repeat: int, warm: bool = True) -> None:
+def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="hermes-search-bench-") as tmp:
         data = Path(tmp)
         _setup(data)
@@ -419,7 +716,9 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
         t0 = time.perf_counter()
         built = _build_indexes(size)
         build_s = time.perf_counter() - t0
-        fresh_rows = fresh_planted = None
+        parts = Parts()
+        measured: dict[str, dict] = {}
+        planted: dict[str, str] = {}
         if backend == "postgresql":
             # As a restored backup or a fresh load with autovacuum off: no statistics at all.
             with connection.cursor() as cursor:
@@ -428,57 +727,166 @@ def run(size: int, repeat: int, warm: bool = True) -> None:
                     " 'sessions_app_session'::regclass, 'sessions_app_channel'::regclass)"
                 )
             os.sync()  # as below
-            fresh_rows = measure(size, repeat, warm)
-            fresh_planted = planted_first()
+            measured["fresh"] = measure(repeat, parts)
+            planted["fresh"] = planted_first()
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
         size_after = _database_mib(data)
         # The build left hundreds of MiB of dirty pages: write them out first, so the disk's
         # writeback does not run during the timed queries.
         os.sync()
-        search_rows = measure(size, repeat, warm)
-        planted = planted_first()
+        measured["analyzed"] = measure(repeat, parts)
+        planted["analyzed"] = planted_first()
+        over_http = None
+        if http:
+            from search import ranked
+            from sessions_app.keys import issue_key
+            from sessions_app.models import Channel
+
+            key = issue_key(Channel.objects.order_by("pk")[0], label="bench").plaintext
+            from django_q.models import OrmQ
+
+            ranked.drain(30)
+            with connection.cursor() as cursor:  # every lookup a first one again
+                ranked.clear(cursor)
+            OrmQ.objects.all().delete()  # the refreshes asked above, which no worker ran
+            connection.close()
+            with Service(data) as service:
+                over_http = measure_http(service.base, key, repeat)
+            over_http["floor: a constant, gunicorn alone"] = {"first": [], "steady": wsgi_floor()}
 
     name = "PostgreSQL" if backend == "postgresql" else "SQLite"
     print(f"\n## {size:,} messages, {name}\n")
     print(
         f"corpus load {load_s:.1f} s · index build ({built}) {build_s:.1f} s · "
-        f"database {size_before:,.0f} MiB before indexes, {size_after:,.0f} MiB after\n"
+        f"database {size_before:,.0f} MiB before indexes, {size_after:,.0f} MiB after"
     )
     scan = "ILIKE" if backend == "postgresql" else "LIKE"
-    if fresh_rows is not None:
-        _table(fresh_rows, scan, "without planner statistics (freshly loaded or restored)")
-        print(f"\n{fresh_planted}")
-    _table(search_rows, scan, "analyzed" if fresh_rows is not None else "")
-    print(f"\n{planted}")
+    for state, kinds in measured.items():
+        title = (
+            "without planner statistics (freshly loaded or restored)"
+            if state == "fresh"
+            else "analyzed"
+            if backend == "postgresql"
+            else ""
+        )
+        _tables(kinds, scan, title, backend == "sqlite")
+        print(f"\n{planted[state]}")
+    if over_http is not None:
+        _http_table(over_http, measured["analyzed"])
+    if results is not None:
+        summary = {
+            state: {kind: _summary(m) for kind, m in kinds.items()}
+            for state, kinds in measured.items()
+        }
+        if over_http is not None:
+            summary["http"] = {
+                kind: {k: [_ms(v, 0.5), _ms(v, 0.95)] for k, v in m.items() if v}
+                for kind, m in over_http.items()
+            }
+        results.write_text(json.dumps({"backend": backend, "size": size, **summary}))
 
 
-def _table(search_rows: list[tuple], scan: str, title: str) -> None:
+def _ms(samples: list[float], q: float) -> float:
+    return percentile(samples, q) * 1000
+
+
+def _summary(m: dict) -> dict:
+    return {
+        "first_p50": _ms(m["first"], 0.5),
+        "first_p95": _ms(m["first"], 0.95),
+        "steady_p95": _ms(m["steady"], 0.95),
+        "first_lookup_p50": _ms(m["first_lookup"], 0.5),
+    }
+
+
+def _tables(kinds: dict[str, dict], scan: str, title: str, sqlite: bool) -> None:
     if title:
-        print(f"\n{title}:\n")
+        print(f"\n### {title}")
     print(
-        "| query kind | answered by | lookup p50 ms | lookup p95 ms | full p50 ms | full p95 ms "
-        f"| {scan} scan p50 ms | {scan} scan p95 ms | p95 speed-up, lookup (x) "
-        "| p95 speed-up, full (x) | unfiltered lookup p50 ms | FTS5 alone p50 ms "
-        "| lookup / FTS5 alone, p50 (x) |"
+        "\nFull answers (20 hits with windows of 2, within one channel), each query's first "
+        "lookup beside its later ones:\n"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for kind, index, l50, l95, f50, f95, s50, s95, u50, a50 in search_rows:
-        alone = f"{a50:.2f} | {l50 / a50:.1f}" if a50 else "— | —"
+    print(
+        "| query kind | answered by | first p50 ms | first p95 ms | later p50 ms | later p95 ms "
+        "| first lookup p50 ms | later lookup p50 ms | unfiltered lookup p50 ms "
+        + ("| FTS5 alone p50 ms | first lookup / FTS5 alone (x) " if sqlite else "")
+        + f"| {scan} scan p95 ms | scan p95 / first p95 (x) |"
+    )
+    print("|---|---|" + "---:|" * (9 + (2 if sqlite else 0)))
+    for kind, m in kinds.items():
+        alone = ""
+        if sqlite:
+            a50 = _ms(m["alone"], 0.5) if m["alone"] else None
+            l50 = _ms(m["first_lookup"], 0.5)
+            alone = f"| {a50:.2f} | {l50 / a50:.1f} " if a50 else "| — | — "
+        s95 = _ms(m["scan"], 0.95)
         print(
-            f"| {kind} | {index} | {l50:.2f} | {l95:.2f} | {f50:.1f} | {f95:.1f} | {s50:.0f} "
-            f"| {s95:.0f} | {s95 / l95:.0f} | {s95 / f95:.0f} | {u50:.2f} | {alone} |"
+            f"| {kind} | {m['indexes']} | {_ms(m['first'], 0.5):.2f} | {_ms(m['first'], 0.95):.2f} "
+            f"| {_ms(m['steady'], 0.5):.2f} | {_ms(m['steady'], 0.95):.2f} "
+            f"| {_ms(m['first_lookup'], 0.5):.2f} | {_ms(m['steady_lookup'], 0.5):.2f} "
+            f"| {_ms(m['unfiltered'], 0.5):.2f} {alone}| {s95:.0f} "
+            f"| {s95 / _ms(m['first'], 0.95):.0f} |"
+        )
+    print(
+        "\nWhere a first answer's time goes (mean ms per query): the lookup, then the hits' "
+        "rows, windows, excerpts and bookmarks, the refreshes handed on, and the rest (the "
+        "page's assembly):\n"
+    )
+    names = list(PARTS)
+    print("| query kind | full | lookup | " + " | ".join(names) + " | rest |")
+    print("|---|" + "---:|" * (len(names) + 3))
+    for kind, m in kinds.items():
+        full = sum(m["first"]) / len(m["first"]) * 1000
+        lookup = sum(m["first_lookup"]) / len(m["first_lookup"]) * 1000
+        spent = [m["parts"][n] * 1000 for n in names]
+        rest = full - lookup - sum(spent)
+        cells = " | ".join(f"{v:.3f}" for v in spent)
+        print(f"| {kind} | {full:.3f} | {lookup:.3f} | {cells} | {rest:.3f} |")
+    ranks = [r for m in kinds.values() for r in m["ranks"]]
+    if ranks:
+        first = sum(1 for r in ranks if r == 1)
+        top5 = sum(1 for r in ranks if r is not None and r <= 5)
+        missed = sum(1 for r in ranks if r is None)
+        print(
+            f"\nRare facts ({len(ranks)}, each said once): first {first}, in the top 5 {top5}, "
+            f"not in the 20 hits {missed} (on their first lookup)"
+        )
+
+
+def _http_table(over_http: dict, in_process: dict) -> None:
+    print(
+        "\nThrough `GET /api/v1/search` (`manage.py serve`: gunicorn and its worker; one "
+        "keep-alive client), beside the same full answers in process (analyzed, above):\n"
+    )
+    print(
+        "| query kind | HTTP first p50 ms | HTTP first p95 ms | in-process first p95 ms "
+        "| difference, first p95 (ms) | HTTP later p50 ms | HTTP later p95 ms "
+        "| in-process later p95 ms | difference, later p95 (ms) |"
+    )
+    print("|---|" + "---:|" * 8)
+    for kind, m in over_http.items():
+        if kind.startswith("floor"):
+            floor = f"{_ms(m['steady'], 0.5):.2f} | {_ms(m['steady'], 0.95):.2f}"
+            print(f"| {kind} | — | — | — | — | {floor} | — | — |")
+            continue
+        here = in_process[kind]
+        f95, s95 = _ms(m["first"], 0.95), _ms(m["steady"], 0.95)
+        i_f95, i_s95 = _ms(here["first"], 0.95), _ms(here["steady"], 0.95)
+        print(
+            f"| {kind} | {_ms(m['first'], 0.5):.2f} | {f95:.2f} | {i_f95:.2f} | {f95 - i_f95:+.2f} "
+            f"| {_ms(m['steady'], 0.5):.2f} | {s95:.2f} | {i_s95:.2f} | {s95 - i_s95:+.2f} |"
         )
 
 
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
 
 
-def _one(size: int, repeat: int, backend: str, warm: bool = True) -> None:
+def _one(size: int, repeat: int, backend: str, http: bool, results: Path) -> None:
     """One size on one backend, in its own process (Django is set up once per process)."""
     env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
     args = [sys.executable, __file__, "--sizes", str(size), "--repeat", str(repeat)]
-    args += ["--quiet-header"] + ([] if warm else ["--first-lookups"])
+    args += ["--child-results", str(results)] + (["--http"] if http else [])
     if backend == "sqlite":
         subprocess.run(args, check=True, env=env)
         return
@@ -487,10 +895,32 @@ def _one(size: int, repeat: int, backend: str, warm: bool = True) -> None:
     run_on_scratch_postgres(args, env, POSTGRES, "hermes_search_bench")
 
 
+def _backends_table(found: list[dict]) -> None:
+    """PostgreSQL's first lookups beside SQLite's, per kind (the target: at most 3x at p95)."""
+    for size in sorted({r["size"] for r in found}):
+        runs = {r["backend"]: r for r in found if r["size"] == size}
+        if set(runs) != {"sqlite", "postgresql"}:
+            continue
+        lite, pg = runs["sqlite"]["analyzed"], runs["postgresql"]
+        print(f"\n## {size:,} messages: PostgreSQL's first full answers beside SQLite's\n")
+        print(
+            "| query kind | SQLite first p95 ms | PostgreSQL fresh first p95 ms | ratio (x) "
+            "| PostgreSQL analyzed first p95 ms | ratio (x) |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        for kind, m in lite.items():
+            fresh, analyzed = pg["fresh"][kind]["first_p95"], pg["analyzed"][kind]["first_p95"]
+            base = m["first_p95"]
+            print(
+                f"| {kind} | {base:.2f} | {fresh:.2f} | {fresh / base:.1f} | {analyzed:.2f} "
+                f"| {analyzed / base:.1f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each query")
+    parser.add_argument("--repeat", type=int, default=3, help="later runs of each query")
     parser.add_argument(
         "--backend",
         choices=("both", "sqlite", "postgres"),
@@ -498,14 +928,14 @@ def main() -> None:
         help="both: SQLite, then PostgreSQL where it answers ($HERMES_TEST_POSTGRES_URL)",
     )
     parser.add_argument(
-        "--first-lookups",
+        "--http",
         action="store_true",
-        help="time every lookup as a first one (a common query ranked within its newest window)",
+        help="also through GET /api/v1/search of the service (manage.py serve) on the corpus",
     )
-    parser.add_argument("--quiet-header", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-results", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quiet_header:  # a child: one size, on the backend its environment names
-        run(args.sizes[0], args.repeat, not args.first_lookups)
+    if args.child_results:  # a child: one size, on the backend its environment names
+        run(args.sizes[0], args.repeat, args.http, args.child_results)
         return
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     if "postgres" in backends:
@@ -518,11 +948,16 @@ def main() -> None:
                 raise SystemExit(f"PostgreSQL at {POSTGRES} does not answer: {exc}") from None
             print(f"(PostgreSQL at {POSTGRES} does not answer, measuring SQLite only: {exc})")
             backends.remove("postgres")
-    print("Search benchmark (index lookup vs a naive scan); 20 hits per query with windows")
-    for size in args.sizes:
-        for backend in backends:
-            sys.stdout.flush()
-            _one(size, args.repeat, backend, not args.first_lookups)
+    print("Search benchmark: first lookups and later ones, beside a naive scan and the bare index")
+    found = []
+    with tempfile.TemporaryDirectory(prefix="hermes-search-results-") as tmp:
+        for size in args.sizes:
+            for backend in backends:
+                sys.stdout.flush()
+                results = Path(tmp) / f"{size}-{backend}.json"
+                _one(size, args.repeat, backend, args.http, results)
+                found.append(json.loads(results.read_text()))
+    _backends_table(found)
 
 
 if __name__ == "__main__":
