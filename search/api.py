@@ -111,12 +111,12 @@ SearchOut = _answer(
 )
 
 
+_ENCODER = DjangoJSONEncoder()
+
+
 def _time(moment: datetime) -> str:
     """A time as the API's encoder writes it: ISO 8601, milliseconds, UTC as "Z"."""
     return _ENCODER.default(moment)
-
-
-_ENCODER = DjangoJSONEncoder()
 
 
 def _bookmark(mark: Bookmark) -> dict:
