@@ -22,6 +22,15 @@ def median_us(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples) * 1e6
 
 
+def free_port() -> int:
+    """A port on loopback that nothing listens on (for a server the bench starts)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def percentile(samples: list[float], q: float) -> float:
     """The sample at fraction ``q`` of the sorted samples (nearest rank)."""
     ordered = sorted(samples)

@@ -30,7 +30,6 @@ import http.client
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._timing import free_port  # noqa: E402
 from compression.testing.fake_model import FakeModelServer, Reply  # noqa: E402
 from tests.processes import _admin_connection, wait_for  # noqa: E402
 
@@ -167,12 +167,6 @@ def _fresh_queries() -> list[str]:
     queries = [" ".join(c) for k in (1, 2, 3) for c in combinations(COMMON, k)]
     random.Random(7).shuffle(queries)
     return queries
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(args: list[str], env: dict[str, str], timeout: int = 300) -> str:
@@ -315,7 +309,7 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
             .split("store it now): ")[1]
             .strip()
         )
-        port = _free_port()
+        port = free_port()
         processes = [
             subprocess.Popen(
                 [

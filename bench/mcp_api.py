@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._timing import free_port  # noqa: E402
 from bench.search import (  # noqa: E402
     EN_LEXICON,
     HEAD_ZH,
@@ -41,12 +41,6 @@ from bench.search import (  # noqa: E402
     load,
     percentile,
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _request(port: int, method: str, path: str, key: str, body: bytes | None = None) -> bytes:
@@ -94,7 +88,7 @@ def main() -> None:
     from sessions_app.models import Channel
 
     key = issue_key(Channel.objects.order_by("pk").first()).plaintext  # type: ignore[arg-type]
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HERMES_ADDR": f"127.0.0.1:{port}"}
     env.pop("HERMES_DATABASE_URL", None)
     server = subprocess.Popen(

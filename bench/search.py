@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._timing import percentile  # noqa: E402 - after the path
+from bench._timing import free_port, percentile  # noqa: E402 - after the path
 
 SEED = 20261130
 CHANNELS = 4
@@ -598,14 +598,11 @@ def wsgi_floor() -> list[float]:
     """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
     what gunicorn and this client cost with no Django at all."""
     import http.client
-    import socket
 
     from django.conf import settings
 
     server = settings.HERMES.server
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     gunicorn = [sys.executable, "-m", "gunicorn", "bench._wsgi_floor:app", "-k", "gthread"]
     gunicorn += ["-w", str(server.web_workers), "--threads", str(server.web_threads)]
     gunicorn += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
@@ -631,11 +628,8 @@ class Service:
     """``manage.py serve`` on the benchmark's data folder: gunicorn and the worker, as deployed."""
 
     def __init__(self, data: Path) -> None:
-        import socket
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.data = data
 
