@@ -66,11 +66,11 @@ if _server.log_format == "json":
 
 
 def post_worker_init(worker) -> None:
-    """The app is loaded in a new web process: read what a first request would otherwise read
-    (search.warm), before it takes requests."""
-    from search.warm import warm_up
+    """The app is loaded in a new web process: load and read what its first request would
+    otherwise wait for (hermes_site.warm), before it takes requests."""
+    from hermes_site.warm import warm_process
 
-    warm_up()
+    warm_process()
 
 
 def child_exit(server, worker) -> None:

@@ -412,3 +412,32 @@ def test_a_served_process_keeps_its_database_connection_on_sqlite_as_on_postgres
     assert kept("") == "60 True"
     assert kept("  db_conn_max_age: 0\n") == "0 True"
     assert kept("  db_conn_max_age: 5\n", HERMES_DATABASE_URL="postgres://u@h:5432/m") == "5 True"
+
+
+@pytest.mark.slow  # a process: 2 s
+def test_a_web_process_loads_every_route_before_its_first_request(tmp_path):
+    # Django imports the URLconf (every view, router and schema: half a second) on a process's
+    # first request; gunicorn's post_worker_init loads it first, so no client's request waits.
+    code = (
+        "import sys, django; django.setup(); "
+        "before = 'sessions_app.api.routes' in sys.modules; "
+        "from hermes_site import gunicorn_conf; gunicorn_conf.post_worker_init(None); "
+        "print(before, 'sessions_app.api.routes' in sys.modules, 'search.api' in sys.modules)"
+    )
+    path = tmp_path / "hermes.yaml"
+    path.write_text(f"server:\n  data_dir: {tmp_path}\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
+        "HERMES_CONFIG": str(path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.strip()
+    assert out == "False True True"
