@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from django.db import connections
 
 from sessions_app.models import Message, Session, openai_message
 
@@ -47,13 +50,63 @@ CONTEXT_COLUMNS = tuple(f.name for f in ContextRow.__dataclass_fields__.values()
 
 
 def context_rows(session: Session) -> list[ContextRow]:
-    """The live rows in conversation order, as :func:`live_rows` reads them, lighter."""
-    rows = (
+    """The live rows in conversation order, as :func:`live_rows` reads them, lighter: the ORM's
+    statement run on its cursor, so each value is converted once here rather than by Django's
+    per-row converter loop (two fifths of the read in a profile)."""
+    query = (
         Message.objects.filter(session=session, active=True)
         .order_by(*LIVE_ORDER)
         .values_list(*CONTEXT_COLUMNS)
     )
-    return [ContextRow(*row) for row in rows]
+    sql, params = query.query.sql_with_params()
+    with connections[query.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    return [
+        ContextRow(
+            pk,
+            position,
+            role,
+            content,
+            _json(parts),
+            _json(extra),
+            _json(calls),
+            call_id,
+            name,
+            pruned,
+            _json(pruned_calls),
+            bool(summary),
+            _json(item),
+            _json(origin),
+        )
+        for (
+            pk,
+            position,
+            role,
+            content,
+            parts,
+            extra,
+            calls,
+            call_id,
+            name,
+            pruned,
+            pruned_calls,
+            summary,
+            item,
+            origin,
+        ) in fetched
+    ]
+
+
+def _json(value: Any) -> Any:
+    """A JSON column's text as JSONField reads it: None stays None, text that is not JSON as it
+    is. (orjson reads it no faster here, and turns an integer past 64 bits into a float.)"""
+    if value is None or not isinstance(value, str | bytes):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 @dataclass(frozen=True)
