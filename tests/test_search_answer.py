@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from ninja.responses import NinjaJSONEncoder
 
+from hermes_site.api import ReadableJSON
 from search.api import SearchOut, serialize
 from search.service import Filters, search
 from sessions_app.models import Message
@@ -17,9 +17,10 @@ from .test_search import planted  # noqa: F401 - the fixture
 
 
 def _through_the_schema(data: dict) -> bytes:
-    """What django-ninja answers for ``data`` with ``SearchOut`` as its response schema."""
+    """What django-ninja answers for ``data`` with ``SearchOut`` as its response schema: validated,
+    dumped and written by the API's renderer."""
     dumped = SearchOut.model_validate(data).model_dump()
-    return json.dumps(dumped, cls=NinjaJSONEncoder, ensure_ascii=False).encode("utf-8")
+    return ReadableJSON().render(None, dumped, response_status=200)
 
 
 @pytest.mark.parametrize(
