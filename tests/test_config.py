@@ -15,6 +15,7 @@ from core.config import (
     load_config,
     parse_config,
 )
+from tests.processes import python
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -431,13 +432,4 @@ def test_a_web_process_loads_every_route_before_its_first_request(tmp_path):
         "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
         "HERMES_CONFIG": str(path),
     }
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout.strip()
-    assert out == "False True True"
+    assert python("-c", code, env=env, timeout=120).strip() == "False True True"
