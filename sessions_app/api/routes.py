@@ -126,7 +126,7 @@ def list_messages(request: ChannelRequest, session_id: str, query: Query[Message
 def get_context(request: ChannelRequest, session_id: str):
     """The live context as an OpenAI `messages` array: head + summary + tail."""
     # Written as it is: the messages are JSON's own types already, and validating a thousand of
-    # them against ContextOut, then dumping and encoding them again, was a fifth of the request.
+    # them against ContextOut and dumping them again took 0.7 ms for nothing.
     session = _session(request, session_id)
     return json_answer(context_answer(session, selectors.live_context(session)))
 
