@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -159,7 +160,22 @@ def test_the_first_words_arrive_before_the_model_has_finished(live, chat_model):
     assert seen["done"] - seen["delta"] >= 1.5, seen
 
 
-def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(live, chat_model):
+def _wait_for_the_requests_to_end(live_server, seconds: float = 30) -> None:
+    """Until no thread of the live server is handling a request (its threads are not tracked
+    by the server: each is found by the method it runs)."""
+    httpd = live_server.thread.httpd
+    deadline = time.monotonic() + seconds
+    while any(
+        getattr(getattr(t, "_target", None), "__self__", None) is httpd
+        for t in threading.enumerate()
+    ):
+        assert time.monotonic() < deadline, f"the live server still answers after {seconds} s"
+        time.sleep(0.05)
+
+
+def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(
+    live, chat_model, live_server
+):
     url, key, session = live
     chat_model.then(Reply("piece " * 40, chunks=20, chunk_delay=0.15))
     turn_url = f"{url}/api/v1/sessions/{session.pk}/turn"
@@ -167,28 +183,19 @@ def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(live, cha
         for line in lines(response):
             if line.startswith("event: delta"):
                 break  # and hang up
-    # Kept once the server sees the hang-up (its next write or two). The live server shares the
-    # test's in-memory SQLite connection, so a read here can land inside its transaction: between
-    # the reply marked rolled back and the session's counters moved. So wait for both, and fail
-    # if the counters never come to equal a recount.
-    cut_rows = Message.objects.filter(session=session, rollback_reason="interrupted")
-
-    def settled() -> bool:
-        if not cut_rows.exists():
-            return False
-        session.refresh_from_db()
-        return recount(session).live_tokens == session.live_tokens
-
-    deadline = time.monotonic() + 30
-    while not unlocked(settled):
-        assert time.monotonic() < deadline, "no consistent session within 30 s of the hang-up"
-        time.sleep(0.1)
+    # The reply is kept once the server sees the hang-up (its next write or two), in the request's
+    # own thread. The live server shares this test's in-memory SQLite connection: a read from here
+    # while that thread writes can land inside its transaction, or deadlock the two threads on
+    # the connection. So nothing is read until the request is over.
+    _wait_for_the_requests_to_end(live_server)
+    unlocked(session.refresh_from_db)
     rows = unlocked(lambda: list(Message.objects.filter(session=session).order_by("position")))
     live_rows = [(r.role, r.content) for r in rows if r.active]
     assert live_rows == [("system", "sys"), ("user", "tell me a long story")]
     (cut,) = [r for r in rows if r.rollback_reason == "interrupted"]
     assert cut.role == "assistant" and cut.content.startswith("piece") and cut.kind == "rolled_back"
     assert len(cut.content) < len("piece " * 40)  # cut off, as the client left it
+    assert unlocked(lambda: recount(session)).live_tokens == session.live_tokens
     # The conversation goes on.
     chat_model.script.default = Reply("Welcome back.")
     with post(turn_url, key, {"content": "again?"}) as answer:
