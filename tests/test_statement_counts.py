@@ -11,7 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from search.service import Filters, search
 from sessions_app import services
 from sessions_app.keys import create_channel
+from sessions_app.models import Session
 from sessions_app.selectors import live_context
+from sessions_app.services.errors import NotFound
+from sessions_app.services.sessions import get_session_for_channel
 from tests.test_compression import turn
 
 # The live context: its rows (one read of the live-rows index) and the memory blocks.
@@ -126,3 +129,23 @@ def test_authenticating_a_request_is_one_statement_and_touching_the_key_one_more
     assert found.channel == channel and found.channel.description == channel.description
     ApiKey.objects.filter(pk=found.pk).update(last_used_at=timezone.now() - timedelta(minutes=2))
     assert len(_statements(lambda: authenticate_key(key))) == 2
+
+
+@pytest.mark.django_db
+def test_a_gateway_finds_its_session_in_one_statement_as_the_orm_reads_it():
+    session = _session(3, "counts-session")
+    channel = session.channel
+    other = create_channel("counts-other")[0]
+
+    sent = _statements(lambda: get_session_for_channel(channel, str(session.pk)))
+    found = get_session_for_channel(channel, session.pk.hex.upper())
+
+    assert len(sent) == 1, "\n".join(sent)
+    orm = Session.objects.get(pk=session.pk)
+    fields = [f.attname for f in Session._meta.concrete_fields]
+    assert [getattr(found, f) for f in fields] == [getattr(orm, f) for f in fields]
+    assert found.channel is channel
+    for who, asked in ((other, str(session.pk)), (channel, "not-a-uuid"), (channel, "0" * 32)):
+        with pytest.raises(NotFound, match="No session"):
+            get_session_for_channel(who, asked)
+    assert get_session_for_channel(None, str(session.pk)).channel == channel  # an operator

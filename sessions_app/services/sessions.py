@@ -7,7 +7,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -26,13 +26,27 @@ def get_session_for_channel(channel: Channel | None, session_id: UUID | str) -> 
 
     Another channel's session is reported exactly like a missing one, so ids do not leak.
     """
-    queryset = Session.objects.select_related("channel")
-    if channel is not None:
-        queryset = queryset.filter(channel=channel)
+    missing = NotFound(f"No session {session_id} for this channel.")
+    if channel is None:
+        try:
+            return Session.objects.select_related("channel").get(pk=session_id)
+        except (Session.DoesNotExist, ValueError, DjangoValidationError):
+            raise missing from None
     try:
-        return queryset.get(pk=session_id)
-    except (Session.DoesNotExist, ValueError, DjangoValidationError):
-        raise NotFound(f"No session {session_id} for this channel.") from None
+        key = session_id if isinstance(session_id, UUID) else UUID(hex=str(session_id))
+    except ValueError:
+        raise missing from None
+    # Every request of a gateway asks this, so it is one plain statement: the ORM's query took
+    # 0.45-0.8 ms to build and run on SQLite (a tenth of an append's time in the web process
+    # under load), this one 0.2 ms. The channel is the caller's, not read again.
+    found = Session.objects.raw(
+        f"SELECT * FROM {Session._meta.db_table} WHERE id = %s AND channel_id = %s",  # noqa: S608
+        [Session._meta.pk.get_db_prep_value(key, connection), channel.pk],
+    )
+    for session in found:
+        session.channel = channel
+        return session
+    raise missing
 
 
 def resolve_window(model: str, declared: int | None) -> tuple[int, str]:
