@@ -145,6 +145,7 @@ def test_a_gateway_finds_its_session_in_one_statement_as_the_orm_reads_it():
     fields = [f.attname for f in Session._meta.concrete_fields]
     assert [getattr(found, f) for f in fields] == [getattr(orm, f) for f in fields]
     assert found.channel is channel
+    assert get_session_for_channel(channel, session.pk).pk == session.pk  # a UUID, not text
     for who, asked in ((other, str(session.pk)), (channel, "not-a-uuid"), (channel, "0" * 32)):
         with pytest.raises(NotFound, match="No session"):
             get_session_for_channel(who, asked)
