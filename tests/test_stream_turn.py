@@ -18,6 +18,7 @@ from sessions_app.keys import create_channel
 from sessions_app.models import Message, Session
 from sessions_app.services import open_session, recount
 from sessions_app.services.messages import pending_tool_calls
+from tests.processes import wait_for
 from tests.waiting import unlocked
 
 
@@ -160,17 +161,14 @@ def test_the_first_words_arrive_before_the_model_has_finished(live, chat_model):
     assert seen["done"] - seen["delta"] >= 1.5, seen
 
 
-def _wait_for_the_requests_to_end(live_server, seconds: float = 30) -> None:
-    """Until no thread of the live server is handling a request (its threads are not tracked
-    by the server: each is found by the method it runs)."""
+def _answering(live_server) -> bool:
+    """Whether a thread of the live server is handling a request (the server does not track
+    its threads: each is found by the method it runs)."""
     httpd = live_server.thread.httpd
-    deadline = time.monotonic() + seconds
-    while any(
+    return any(
         getattr(getattr(t, "_target", None), "__self__", None) is httpd
         for t in threading.enumerate()
-    ):
-        assert time.monotonic() < deadline, f"the live server still answers after {seconds} s"
-        time.sleep(0.05)
+    )
 
 
 def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(
@@ -187,7 +185,7 @@ def test_a_client_that_goes_away_mid_reply_leaves_a_consistent_session(
     # own thread. The live server shares this test's in-memory SQLite connection: a read from here
     # while that thread writes can land inside its transaction, or deadlock the two threads on
     # the connection. So nothing is read until the request is over.
-    _wait_for_the_requests_to_end(live_server)
+    wait_for(lambda: not _answering(live_server), "the hung-up request's end", seconds=30)
     unlocked(session.refresh_from_db)
     rows = unlocked(lambda: list(Message.objects.filter(session=session).order_by("position")))
     live_rows = [(r.role, r.content) for r in rows if r.active]
