@@ -32,6 +32,15 @@ INDEXES: dict[str, str] = {
 }
 INDEXED = "(%(row)s.active OR %(row)s.compressed)"
 TEXT_CHANGED = "(old.content IS NOT new.content OR old.tool_calls IS NOT new.tool_calls)"
+# A gateway's search keeps the matches of its channel. Checked on the message row, each FTS5
+# match costs a read of the row's table page (a row or two per 4 KiB page: thousands of pages
+# for a common word's window, most not cached on a query's first lookup); checked here (SQLite
+# keeps the rowid after each key), it costs a lookup in an index of ~10 MiB at 1,000,000
+# messages. Read with INDEXED BY: the planner prefers the primary key for ``m.id = rowid``. A
+# migration that rebuilds the messages table drops it, as it drops the triggers (0002): it must
+# create it again (tests/test_query_plans.py fails otherwise).
+CHANNEL_INDEX = "search_message_channel"
+CREATE_CHANNEL_INDEX = f"CREATE INDEX IF NOT EXISTS {CHANNEL_INDEX} ON {MESSAGE_TABLE} (channel_id)"
 # One row: ``floor`` -- messages with a greater id are in the recent indexes too (NULL: the
 # recent indexes are off); ``text_version`` -- the search.text.TEXT_VERSION the indexes hold.
 STATE_TABLE = "search_fts_state"

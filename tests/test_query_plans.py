@@ -186,3 +186,38 @@ def test_the_hits_of_a_page_are_read_by_their_keys(session):
         assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
     else:
         assert "sessions_app_message_pkey" in plan and "Seq Scan" not in plan, plan
+
+
+def _fts_plans(call) -> list[str]:
+    """The plans of the FTS5 statements ``call`` runs."""
+    return [_explain(sql, params) for sql, params in _statements(call) if " MATCH " in sql]
+
+
+def test_a_gateways_search_checks_each_matchs_channel_in_the_channel_index(session):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL's search reads the row, whose plan it chooses")
+    from search.filters import Filters
+    from search.service import search
+
+    def gateway() -> None:
+        assert [
+            h.message.content for h in search("hello", Filters(channel_id=session.channel_id)).hits
+        ] == ["hello"]
+
+    plans = _fts_plans(gateway)
+    assert plans and all("search_message_channel (channel_id=? AND rowid=?)" in p for p in plans)
+    assert not any("SEARCH m USING INTEGER PRIMARY KEY" in p for p in plans), plans
+
+
+def test_a_search_narrowed_past_the_channel_reads_the_message_row(session):
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL's search reads the row, whose plan it chooses")
+    from search.filters import Filters
+    from search.service import search
+
+    def narrowed() -> None:
+        filters = Filters(channel_id=session.channel_id, role="assistant")
+        assert [h.message.content for h in search("hello", filters).hits] == ["hello"]
+
+    plans = _fts_plans(narrowed)
+    assert plans and all("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in p for p in plans), plans

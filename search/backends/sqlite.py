@@ -14,7 +14,7 @@ from search import ranked
 from search.backends import common
 from search.backends.common import filters_sql, like_pattern
 from search.filters import Filters
-from search.fts import FLOOR, MESSAGE_TABLE, table
+from search.fts import CHANNEL_INDEX, FLOOR, MESSAGE_TABLE, table
 from search.query import Route
 
 
@@ -30,6 +30,15 @@ def _like_clauses(needles: tuple[str, ...]) -> tuple[list[str], list]:
         )
         params += [like_pattern(needle), like_pattern(needle)]
     return clauses, params
+
+
+def _join(filtered: bool, channel_only: bool) -> str:
+    """The messages joined to an FTS5 table ``%(t)s``: none without filters (every indexed row
+    is searchable), the channel's index alone when the channel is the only filter."""
+    if not filtered:
+        return ""
+    index = f" INDEXED BY {CHANNEL_INDEX}" if channel_only else ""
+    return f" JOIN {MESSAGE_TABLE} m{index} ON m.id = %(t)s.rowid"
 
 
 def run_fts(
@@ -55,12 +64,12 @@ def run_fts(
     likes, like_params = _like_clauses(route.like)
     conditions = [*where, *likes]
     filter_params = [*params, *like_params]
+    others = filters_sql(replace(filters, channel_id=None))
+    join = _join(bool(conditions), channel_only=not (others[0] or likes))
 
     def select(t: str, columns: str) -> str:
-        # Every indexed row is searchable: without filters there is no need to join.
-        join = f" JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid" if conditions else ""
         clause = " AND ".join([f"{t} MATCH %s", *conditions])
-        return f"SELECT {columns} FROM {t}{join} WHERE {clause}"
+        return f"SELECT {columns} FROM {t}{join % {'t': t}} WHERE {clause}"
 
     full = table(route.index)
     started = time.perf_counter()
@@ -106,7 +115,6 @@ def run_fts(
         best = None
         if not route.like:
             best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id)
-        others = filters_sql(replace(filters, channel_id=None))
 
         def window_complete() -> bool:
             return candidates is not None and len(candidates) < filters.rank_window_size
@@ -176,7 +184,7 @@ def best_rows(route: Route, channel_id: int | None, upto: int, n: int) -> tuple[
     """Every match up to ``upto`` in the scope, scored on the full index: the best ``n`` and
     how many matched. (FTS5 scores each one: ~2 µs a match, in the worker.)"""
     t = table(route.index)
-    join = f" JOIN {MESSAGE_TABLE} m ON m.id = {t}.rowid" if channel_id is not None else ""
+    join = _join(channel_id is not None, channel_only=True) % {"t": t}
     where = f" WHERE {t} MATCH %s AND {t}.rowid <= %s"
     params: list = [route.expression, upto]
     if channel_id is not None:
