@@ -192,6 +192,40 @@ def test_a_query_whose_candidates_are_all_recent_is_ranked_by_the_recent_index(s
     assert _scores(everything) == full
 
 
+def _ranked_in(call) -> list[str]:
+    """The FTS5 tables ``call`` ranks in, in order."""
+    ranked_in = []
+
+    def record(execute, sql, params, many, context):
+        if "bm25(" in sql:
+            ranked_in.append(sql.split("bm25(")[1].split(")")[0])
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        call()
+    return ranked_in
+
+
+def test_a_window_reaching_below_the_floor_is_ranked_in_the_full_index_alone(session):
+    rows = _append(session, [f"grape {'pad ' * (n % 4)}{n}" for n in range(30)])
+    _trim(20)
+    full = _bm25(fts.table("words"), parse("grape").routes[0].expression)
+    result = None
+
+    def query() -> None:
+        nonlocal result
+        result = search("grape", Filters(rank_window=25), limit=5)
+
+    # The window's oldest candidate is older than the floor: the recent index is not asked.
+    assert _ranked_in(query) == ["search_fts_words"]
+    assert result.ranked_within == 25
+    assert _scores(result).items() <= full.items()
+    assert {h.message.pk for h in result.hits} <= {m.pk for m in rows[-25:]}
+    # With the floor turned off (recent_rows: 0), neither.
+    _set_floor(None)
+    assert _ranked_in(query) == ["search_fts_words"]
+
+
 def test_pages_of_a_query_ranked_in_the_recent_index_neither_repeat_nor_skip(session):
     _append(session, [f"papaya {'pad ' * (n % 6)}{n}" for n in range(40)])
     _trim(30)
@@ -207,17 +241,14 @@ def test_a_substring_query_with_a_short_term_is_ranked_in_the_recent_index(sessi
     # index answers "orchard" and LIKE checks "ab", in both phases.
     rows = _append(session, [f"xorchardx {'yabz' if n % 2 else 'none'} {n}" for n in range(30)])
     _trim(20)
-    ranked_in = []
+    result = None
 
-    def record(execute, sql, params, many, context):
-        if "bm25(" in sql:
-            ranked_in.append(sql.split("bm25(")[1].split(")")[0])
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
+    def query() -> None:
+        nonlocal result
         result = search("orchard ab", Filters(rank_window=5), limit=5)
+
+    assert _ranked_in(query) == ["search_fts_trigram_recent"]
     assert result.index == "trigram" and result.ranked_within == 5
-    assert ranked_in == ["search_fts_trigram_recent"]
     newest_with_ab = [m.pk for m in rows if "yabz" in m.content][-5:]
     assert sorted(h.message.pk for h in result.hits) == newest_with_ab
 

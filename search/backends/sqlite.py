@@ -74,14 +74,20 @@ def run_fts(
     full = table(route.index)
     started = time.perf_counter()
     with connection.cursor() as cursor:
+        # The recent indexes' floor, read with the newest matches (once, not per row).
+        below: int | None = None
 
         def newest(above: int = 0) -> list[int]:
+            nonlocal below
             cursor.execute(
-                select(full, f"{full}.rowid")
+                select(full, f"{full}.rowid, {FLOOR}")
                 + f" AND {full}.rowid > %s ORDER BY {full}.rowid DESC LIMIT %s",
                 [route.expression, *filter_params, above, filters.rank_window_size],
             )
-            return [row[0] for row in cursor.fetchall()]
+            rows = cursor.fetchall()
+            if rows:
+                below = rows[0][1]
+            return [row[0] for row in rows]
 
         candidates: list[int] | None = None
 
@@ -94,10 +100,12 @@ def run_fts(
             oldest, newest_id = candidates[-1], candidates[0]
             recent = table(route.index, recent=True)
             scored: list[tuple[int, float]] = []
-            for t, floor_check, floor_params in (
-                (recent, f" AND %s > {FLOOR}", [oldest]),
-                (full, "", []),
-            ):
+            # Known, the floor spares a statement bound to find nothing when the window reaches
+            # below it (the statement's own check stays: a trim may raise it in between).
+            tables: list[tuple[str, str, list]] = [(full, "", [])]
+            if below is not None and oldest > below:
+                tables.insert(0, (recent, f" AND %s > {FLOOR}", [oldest]))
+            for t, floor_check, floor_params in tables:
                 cursor.execute(
                     select(t, f"{t}.rowid, bm25({t})")
                     + f" AND {t}.rowid BETWEEN %s AND %s{floor_check}"
