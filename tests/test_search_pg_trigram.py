@@ -128,8 +128,8 @@ def _check_plans(needle: str, channel_id: int) -> None:
     match, match_params = postgres._like_clauses((needle,))
     narrowed, narrowed_params = postgres._like_clauses((needle,), narrowed=True)
     where, where_params = filters_sql(Filters(channel_id=channel_id))
-    _, walk, rest = postgres.trigram_statements(
-        [INDEXED, *where, *narrowed], [INDEXED, *match, *where]
+    _, walk, rest, probe = postgres.trigram_statements(
+        [INDEXED, *narrowed], [INDEXED, *match], where
     )
     with connection.cursor() as cursor:
         cursor.execute("SELECT min(id), max(id) FROM sessions_app_message")
@@ -139,6 +139,10 @@ def _check_plans(needle: str, channel_id: int) -> None:
     for bounds in ([middle, highest + 1], [lowest, highest + 1]):
         params = [*where_params, *narrowed_params, *bounds, 1000]
         plan = _explain(walk, params, postgres.WALK)
+        assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
+        assert "Sort" not in plan and "Bitmap" not in plan, plan
+        # The probe reads the same rows, every channel's match flagged.
+        plan = _explain(probe, [*where_params, *narrowed_params, *bounds], postgres.WALK)
         assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
         assert "Sort" not in plan and "Bitmap" not in plan, plan
     # Everything below: the trigram index alone, the key not read at all.
@@ -169,6 +173,34 @@ def test_a_search_walks_for_a_dense_fragment_and_reads_the_index_for_a_sparse_on
             assert result.index == "trigram"
             statements = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
             assert ("m.id + 0 <" not in " ".join(statements)) is walked_only, statements
+
+
+def test_a_fragment_no_channel_has_in_the_probe_goes_to_the_index_after_one_walk(
+    corpus, monkeypatch
+):
+    """``oldonly`` is in the oldest rows alone: the probe finds a fragment of it in no channel,
+    so the walk stops there (walking on to MIN_WALK could only read more rows without it)."""
+    from search import ranked
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.service import search
+
+    monkeypatch.setattr(postgres, "PROBE_ROWS", 100)
+    monkeypatch.setattr(postgres, "MIN_WALK", 400)
+    monkeypatch.setattr(ranked, "enabled", lambda: False)
+    for channel in (corpus[0].pk, corpus[1].pk, None):
+        filters = Filters(channel_id=channel, rank_window=100)
+        with CaptureQueriesContext(connection) as queries:
+            result = search("ldonl", filters, window=0)
+        assert result.index == "trigram"
+        assert [h.message.pk for h in result.hits] == _reference("ldonl", filters, 100)[:20]
+        statements = [  # the trigram route's (the words route's come first, with its query)
+            q["sql"]
+            for q in queries
+            if "ORDER BY m.id DESC" in q["sql"] and not q["sql"].startswith("WITH q")
+        ]
+        walks = [sql for sql in statements if "m.id + 0 <" not in sql]
+        assert len(walks) == 1 and len(statements) == 2, statements
 
 
 @pytest.mark.parametrize("keep", [20, 200])

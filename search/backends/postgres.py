@@ -123,18 +123,26 @@ def _planner(cursor, first: dict[str, str] | None = None) -> Iterator[_Planner]:
     planner.restore()
 
 
-def trigram_statements(walk: list[str], index: list[str]) -> tuple[str, str, str]:
-    """The newest matches: of everything (``index`` clauses, the planner's choice); in an id
-    range (``walk`` clauses); in an id range through the trigram index alone ("+ 0" keeps the
-    key out of the plan). Parameters: the clauses', then the bounds (lowest included, highest
-    not), then the limit."""
-    order = " ORDER BY m.id DESC LIMIT %s"
-    walk_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(walk)}"
-    index_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join(index)}"
+def trigram_statements(
+    walk: list[str], index: list[str], where: list[str]
+) -> tuple[str, str, str, str]:
+    """The newest matches: of everything (``index`` clauses and ``where``, the planner's
+    choice); in an id range (``walk`` clauses and ``where``); in an id range through the
+    trigram index alone ("+ 0" keeps the key out of the plan); and the probe: every match of
+    the ``walk`` clauses in an id range, each with whether ``where`` keeps it. Parameters: the
+    clauses' (the probe's: ``where``'s first), then the bounds (lowest included, highest not),
+    then the limit (not the probe's: its range is short)."""
+    order = " ORDER BY m.id DESC"
+    walk_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join([*where, *walk])}"
+    index_base = f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join([*index, *where])}"
+    kept = " AND ".join(where) or "true"
+    probe = f"SELECT m.id, {kept} FROM {MESSAGE_TABLE} m WHERE {' AND '.join(walk)}"
+    within = " AND m.id >= %s AND m.id < %s"
     return (
-        index_base + order,
-        walk_base + " AND m.id >= %s AND m.id < %s" + order,
-        index_base + " AND m.id + 0 >= %s AND m.id + 0 < %s" + order,
+        index_base + order + " LIMIT %s",
+        walk_base + within + order + " LIMIT %s",
+        index_base + " AND m.id + 0 >= %s AND m.id + 0 < %s" + order + " LIMIT %s",
+        probe + within + order,
     )
 
 
@@ -164,13 +172,17 @@ def _trigram_candidates(
     needles = tuple(p for p, _ in route.phrases)
     match, match_params = _like_clauses(needles)
     extra, extra_params = _like_clauses(route.like)
-    walk_match, walk_params = _like_clauses(needles, narrowed=True)
+    walk_match, walk_match_params = _like_clauses(needles, narrowed=True)
     walk_extra, walk_extra_params = _like_clauses(route.like, narrowed=True)
-    whole, walk, rest = trigram_statements(
-        [INDEXED, *where, *walk_match, *walk_extra], [INDEXED, *match, *where, *extra]
+    # The first walk, the probe, reads every channel's matches in its rows, each flagged
+    # whether the filters keep it: an empty probe says the fragment is rare, not just this
+    # channel's.
+    whole, walk, rest, probe = trigram_statements(
+        [INDEXED, *walk_match, *walk_extra], [INDEXED, *match, *extra], where
     )
-    params = [*match_params, *where_params, *extra_params]
-    walk_params = [*where_params, *walk_params, *walk_extra_params]
+    fragment_params = [*walk_match_params, *walk_extra_params]
+    params = [*match_params, *extra_params, *where_params]
+    walk_params = [*where_params, *fragment_params]
     want = want or filters.rank_window_size
     with transaction.atomic(), connection.cursor() as cursor:
         if filters.session_id is not None:
@@ -183,12 +195,23 @@ def _trigram_candidates(
             lowest = max(lowest, above + 1)
             reached = min(below or filters.before_id or highest + 1, highest + 1)
             found: list[int] = []
+            matches: list[tuple[int, bool]] = []
             read, rows = 0, PROBE_ROWS
             while reached > lowest and len(found) < want:
                 lower = max(reached - rows, lowest)
-                cursor.execute(walk, [*walk_params, lower, reached, want - len(found)])
-                found += [row[0] for row in cursor.fetchall()]
+                if not read:
+                    cursor.execute(probe, [*where_params, *fragment_params, lower, reached])
+                    matches = cursor.fetchall()
+                    found = [pk for pk, keep in matches if keep][:want]
+                else:
+                    cursor.execute(walk, [*walk_params, lower, reached, want - len(found)])
+                    found += [row[0] for row in cursor.fetchall()]
                 read, reached = read + reached - lower, lower
+                if not matches:
+                    # No channel has the fragment in the newest rows: the trigram index, which
+                    # reads every channel's matches, has few to read. (Had another channel
+                    # some, this one's rows may come in a run further down: the walk goes on.)
+                    break
                 density = len(found) / read
                 to_walk = (want - len(found)) / density if found else math.inf
                 if read < MIN_WALK:  # too few rows to judge by: a channel's rows come in runs
