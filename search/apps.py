@@ -16,7 +16,8 @@ def _register(sender, connection, **kwargs) -> None:
 
 
 def _ensure_indexes(sender, using: str = "default", **kwargs) -> None:
-    """After every migrate: if the index triggers are missing, recreate them and rebuild.
+    """After every migrate: if the index triggers are missing, recreate them and rebuild; if
+    the channel index is (fts.CHANNEL_INDEX), create it.
 
     SQLite cannot alter most table constraints in place, so Django rebuilds the messages table
     (copy, drop, rename) for such migrations, and a dropped table takes its triggers with it.
@@ -27,6 +28,8 @@ def _ensure_indexes(sender, using: str = "default", **kwargs) -> None:
     from search import fts
 
     with transaction.atomic(using=using), connection.cursor() as cursor:
+        if fts.ensure_channel_index(cursor):
+            logger.warning("search channel index missing after migrate; recreated")
         if fts.triggers_present(cursor):
             if fts.state_present(cursor) and (version := fts.stale(cursor)) is not None:
                 logger.error(

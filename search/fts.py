@@ -37,10 +37,27 @@ TEXT_CHANGED = "(old.content IS NOT new.content OR old.tool_calls IS NOT new.too
 # for a common word's window, most not cached on a query's first lookup); checked here (SQLite
 # keeps the rowid after each key), it costs a lookup in an index of ~10 MiB at 1,000,000
 # messages. Read with INDEXED BY: the planner prefers the primary key for ``m.id = rowid``. A
-# migration that rebuilds the messages table drops it, as it drops the triggers (0002): it must
-# create it again (tests/test_query_plans.py fails otherwise).
+# migration that rebuilds the messages table drops it with the triggers; every migrate puts
+# both back (search.apps).
 CHANNEL_INDEX = "search_message_channel"
 CREATE_CHANNEL_INDEX = f"CREATE INDEX IF NOT EXISTS {CHANNEL_INDEX} ON {MESSAGE_TABLE} (channel_id)"
+
+
+def ensure_channel_index(cursor) -> bool:
+    """Create the channel index where the messages have a channel and it is missing; whether
+    it had to be."""
+    cursor.execute(
+        "SELECT (SELECT count(*) FROM pragma_table_info(%s) WHERE name = 'channel_id'),"
+        " (SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = %s)",
+        [MESSAGE_TABLE, CHANNEL_INDEX],
+    )
+    column, index = cursor.fetchone()
+    if not column or index:
+        return False
+    cursor.execute(CREATE_CHANNEL_INDEX)
+    return True
+
+
 # One row: ``floor`` -- messages with a greater id are in the recent indexes too (NULL: the
 # recent indexes are off); ``text_version`` -- the search.text.TEXT_VERSION the indexes hold.
 STATE_TABLE = "search_fts_state"

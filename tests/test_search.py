@@ -660,6 +660,28 @@ def test_a_migrate_puts_back_search_triggers_a_table_rebuild_dropped():
     assert found == {"quokka sighting", "wombat sighting"}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_migrate_puts_back_the_channel_index_a_table_rebuild_dropped():
+    """A gateway's search reads its channel from that index by name: without it every search
+    would fail."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: the index is SQLite's")
+    from django.core.management import call_command
+
+    from sessions_app.keys import create_channel
+
+    channel = create_channel("rebuilt-channel")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    services.append_messages(session, [{"role": "user", "content": "quokka sighting"}])
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {fts.CHANNEL_INDEX}")
+    call_command("migrate", verbosity=0)
+    found = search("sighting", Filters(channel_id=channel.pk)).hits
+    assert [h.message.content for h in found] == ["quokka sighting"]
+    with connection.cursor() as cursor:
+        assert fts.ensure_channel_index(cursor) is False  # present: nothing to do
+
+
 def test_a_pages_hits_are_read_with_their_sessions_and_channels_in_one_statement(planted):
     from django.test.utils import CaptureQueriesContext
 
