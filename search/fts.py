@@ -33,7 +33,7 @@ INDEXES: dict[str, str] = {
 INDEXED = "(%(row)s.active OR %(row)s.compressed)"
 TEXT_CHANGED = "(old.content IS NOT new.content OR old.tool_calls IS NOT new.tool_calls)"
 # A gateway's search keeps the matches of its channel. Checked on the message row, each FTS5
-# match costs a read of the row's table page (a row or two per 4 KiB page: thousands of pages
+# match costs a read of the row's table page (a few rows per 4 KiB page: thousands of pages
 # for a common word's window, most not cached on a query's first lookup); checked here (SQLite
 # keeps the rowid after each key), it costs a lookup in an index of ~10 MiB at 1,000,000
 # messages. Read with INDEXED BY: the planner prefers the primary key for ``m.id = rowid``. A
