@@ -80,6 +80,14 @@ def test_listing_sessions_shows_only_this_channel(make_gateway):
     assert a.get("/sessions", external_id="nope").json() == []
 
 
+def test_listing_sessions_by_an_external_id_holding_nul_is_a_clear_422(gateway):
+    gateway.open(external_id="chat-1")
+    response = gateway.get("/sessions", external_id="chat\x001")
+    assert response.status_code == 422, response.content
+    assert "NUL character" in response.json()["detail"]
+    assert [s["external_id"] for s in gateway.get("/sessions").json()] == ["chat-1"]
+
+
 def test_appending_messages_answers_the_rows_counters_and_decisions(gateway, opened):
     response = gateway.post(
         f"/sessions/{opened['id']}/messages",

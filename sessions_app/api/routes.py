@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from ninja import Query, Router, Schema, Status
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from core.answers import json_answer
+from core.bodies import NO_NUL, NUL, NUL_MESSAGE
 from sessions_app import selectors, services
 from sessions_app.api.auth import OPERATE, READ, WRITE, ChannelRequest
 from sessions_app.api.schemas import (
@@ -49,13 +50,24 @@ class SessionListQuery(Schema):
     offset: int = Field(0, ge=0, le=1_000_000)
     # Optional parameters, not nullable ones: a query string cannot say null. (So the default,
     # None, is not of the type: the type checker is told to let it pass.)
-    external_id: Annotated[str, Field(min_length=1, max_length=200)] = None  # type: ignore[assignment]
+    external_id: Annotated[
+        str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": NO_NUL})
+    ] = None  # type: ignore[assignment]
     archived: Literal["false", "true", "all"] = Field(
         "false",
         description="Sessions archived by retention: left out (false), only them (true), or "
         "both (all). A lookup by external_id finds an archived session whatever this says.",
     )
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("external_id")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        # As a body's strings (core.bodies): PostgreSQL cannot compare a NUL, and no stored
+        # external_id holds one.
+        if value is not None and NUL in value:
+            raise ValueError(NUL_MESSAGE)
+        return value
 
 
 @router.get("/sessions", response={200: list[SessionOut], **ERRORS}, auth=READ)
