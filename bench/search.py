@@ -560,6 +560,8 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
     headers = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
 
+    served: list[float] = []  # the last request's own search, timed in the web process
+
     def get(q: str) -> float:
         t0 = time.perf_counter()
         conn.request("GET", "/api/v1/search?" + urlencode({"q": q}), headers=headers)
@@ -569,6 +571,7 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
         if response.status != 200:
             raise SystemExit(f"GET /api/v1/search?q={q}: {response.status} {body[:300]!r}")
         json.loads(body)
+        served[:] = [server_timing(response.getheader("Server-Timing", ""))["search"]]
         return seconds
 
     for q in WARM_UP:
@@ -578,15 +581,28 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
     # Django's whole stack for a view that reads nothing (the middleware, no API, no database).
     out["floor: GET /healthz"] = {"first": [], "steady": _plain_gets(conn, "/healthz", 200)}
     for kind, queries in classes().items():
-        first, steady = [], []
+        m: dict[str, list[float]] = {k: [] for k in ("first", "steady", "served", "served_later")}
         for q in queries:
-            first.append(get(q))
+            m["first"].append(get(q))
+            m["served"] += served
             # The worker's refresh of a common query (asked by its first lookup) lands
             # meanwhile: later runs are the steady state, not beside the refresh.
             time.sleep(0.05 if kind in FACTS else 2.5)
-            steady += [get(q) for _ in range(repeat)]
-        out[kind] = {"first": first, "steady": steady}
+            for _ in range(repeat):
+                m["steady"].append(get(q))
+                m["served_later"] += served
+        out[kind] = m
     conn.close()
+    return out
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """``app;dur=1.234, search;dur=0.567`` as {name: seconds}."""
+    out = {}
+    for metric in header.split(","):
+        name, _, duration = metric.strip().partition(";dur=")
+        if duration:
+            out[name] = float(duration) / 1000
     return out
 
 
@@ -880,6 +896,24 @@ def _http_table(over_http: dict, in_process: dict) -> None:
             f"| {kind} | {_ms(m['first'], 0.5):.2f} | {f95:.2f} | {i_f95:.2f} | {f95 - i_f95:+.2f} "
             f"| {_ms(m['steady'], 0.5):.2f} | {s95:.2f} | {i_s95:.2f} | {s95 - i_s95:+.2f} |"
         )
+    print(
+        "\nThe same requests beside their own search, timed in the web process (the answer's "
+        "`Server-Timing: search`: the service's full answer for that very request, in the same "
+        "process and moment), so the difference is the HTTP path alone:\n"
+    )
+    print(
+        "| query kind | HTTP first p95 ms | its search p95 ms | difference, first p95 (ms) "
+        "| HTTP later p95 ms | its search p95 ms | difference, later p95 (ms) |"
+    )
+    print("|---|" + "---:|" * 6)
+    for kind, m in over_http.items():
+        if kind.startswith("floor"):
+            continue
+        cells = []
+        for sent, served in (("first", "served"), ("steady", "served_later")):
+            h95, v95 = _ms(m[sent], 0.95), _ms(m[served], 0.95)
+            cells.append(f"{h95:.2f} | {v95:.2f} | {h95 - v95:+.2f}")
+        print(f"| {kind} | {' | '.join(cells)} |")
 
 
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")

@@ -11,6 +11,7 @@ import orjson
 from django.http import HttpResponse
 
 CONTENT_TYPE = "application/json; charset=utf-8"
+SERVER_TIMING = "Server-Timing"
 # Dates and dataclasses go to the encoder, as the standard library would send them, so an answer
 # reads the same either way (DjangoJSONEncoder writes "Z" and milliseconds); keys that are not
 # strings are written as json.dumps writes them.
@@ -39,3 +40,12 @@ def json_answer(data: Any, status: int = 200) -> HttpResponse:
     answer built for its schema, which django-ninja would otherwise validate against the schema
     and encode value by value a second time (``search.api``)."""
     return HttpResponse(readable_json(data), status=status, content_type=CONTENT_TYPE)
+
+
+def add_server_timing(response: HttpResponse, name: str, seconds: float) -> None:
+    """Add ``name;dur=<ms>`` to the answer's ``Server-Timing`` header (the W3C header browsers'
+    tools and HTTP clients read): what the request cost in the service, apart from the network
+    and the web server, so a slow answer can be told from a slow network."""
+    metric = f"{name};dur={seconds * 1000:.3f}"
+    earlier = response.get(SERVER_TIMING)
+    response[SERVER_TIMING] = f"{earlier}, {metric}" if earlier else metric

@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils.html import escape
 
+from core.answers import add_server_timing
 from core.errors import report
 from core.instruments import REQUEST_SECONDS
 from core.logs import (
@@ -80,8 +81,9 @@ def _with_request_id(response: HttpResponse, request_id: str) -> None:
 
 class RequestObserver:
     """Outermost: gives every request an id (the caller's ``X-Request-ID`` if short and safe,
-    else a fresh one), times it for ``hermes_http_request_duration_seconds`` and, with
-    ``server.log_format: json``, writes one log line for it."""
+    else a fresh one), times it for ``hermes_http_request_duration_seconds`` and the answer's
+    ``Server-Timing`` (``app``) and, with ``server.log_format: json``, writes one log line for
+    it."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -98,6 +100,7 @@ class RequestObserver:
             method = request.method if request.method in METHODS else "other"
             REQUEST_SECONDS.labels(route, method, str(response.status_code)).observe(seconds)
             response[REQUEST_ID_HEADER] = request_id
+            add_server_timing(response, "app", seconds)
             _with_request_id(response, request_id)
             if settings.HERMES.server.log_format == "json":
                 match = getattr(request, "resolver_match", None)

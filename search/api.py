@@ -13,7 +13,7 @@ from django.http import HttpResponse
 from ninja import Query, Router, Schema
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from core.answers import json_answer
+from core.answers import add_server_timing, json_answer
 from core.bodies import StorableBody
 from search.filters import storable_time
 from search.query import MAX_QUERY_CHARS, MAX_TERMS, NOT_BLANK
@@ -254,4 +254,6 @@ def _search(request: ChannelRequest, query: SearchQuery) -> HttpResponse:
         )
     except InvalidQuery as exc:
         raise InvalidInput(str(exc)) from None
-    return json_answer(serialize(result, query.limit, query.offset))
+    response = json_answer(serialize(result, query.limit, query.offset))
+    add_server_timing(response, "search", result.total_seconds)  # the service's whole answer
+    return response

@@ -71,3 +71,25 @@ def test_every_value_of_an_answer_is_already_of_its_json_type(gateway, planted):
     data = serialize(result, 20, 0)
     # json.dumps without an encoder fails on anything that is not JSON's: a datetime, a UUID.
     assert json.loads(json.dumps(data)) == data
+
+
+def _timings(response) -> dict[str, float]:
+    """``Server-Timing: app;dur=1.234, search;dur=0.567`` as {name: ms}."""
+    out = {}
+    for metric in response["Server-Timing"].split(","):
+        name, _, duration = metric.strip().partition(";dur=")
+        out[name] = float(duration)
+    return out
+
+
+def test_a_search_answer_says_what_the_search_and_the_whole_request_cost_in_the_service(
+    gateway,
+    planted,  # noqa: F811
+):
+    response = gateway.get("/search", q="kubernetes")
+    assert response.status_code == 200
+    timings = _timings(response)
+    assert set(timings) == {"search", "app"}
+    assert 0 < timings["search"] <= timings["app"]
+    refused = gateway.get("/search", q="")  # an error is timed too, without a search
+    assert refused.status_code == 422 and set(_timings(refused)) == {"app"}
