@@ -278,6 +278,10 @@ class ServerConfig(_Block):
     sqlite_busy_timeout_seconds: Annotated[float, Field(gt=0)] = 20
     sqlite_cache_mib: Annotated[int, Field(ge=2, le=4096)] = 64
     sqlite_mmap_mib: Annotated[int, Field(ge=0, le=65536)] = 2048
+    # A web process asks the OS to read the SQLite file into its page cache when it starts, if
+    # the file is at most this big and half the memory available (0: never): a query's first
+    # lookup then reads no page from disk (search.warm).
+    sqlite_prewarm_mib: Annotated[int, Field(ge=0)] = 8192
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
     # bin/serve (manage.py serve): gunicorn's address, processes and threads per process. Sized

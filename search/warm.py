@@ -1,26 +1,40 @@
-"""What a web process reads once, read before its first request instead of during it.
+"""What a web process reads once, read before its first request instead of during it
+(gunicorn's ``post_worker_init``, hermes_site/gunicorn_conf.py), so no agent's first question
+pays for it.
 
 PostgreSQL's case-folding table (search.pg.case_folds: every BMP character lower() changes,
-about 40 ms) is read by a process's first substring lookup; gunicorn's ``post_worker_init``
-(hermes_site/gunicorn_conf.py) reads it here, so no agent's first question pays for it.
+about 40 ms) is read by a process's first substring lookup.
+
+On SQLite, the database's pages: after a restart, or whatever the OS evicted, a query's first
+lookup read each page it needed from disk -- its FTS5 doclists, scattered through the file. At
+a million messages, with the OS cache dropped, the rare facts' first lookups took 6-33 ms at
+p95 instead of about 1 (bench/search.py's facts). The OS is asked to read the whole file ahead
+(``posix_fadvise(WILLNEED)``, 8 MiB a call): it queues the reads and returns, 0.2 s for 920 MiB
+here; the pages are the OS cache's, shared by every process and connection, evicted as any.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 from django.db import DatabaseError, connection
 
+from core.config import get_config
 from search import pg
 
 logger = logging.getLogger(__name__)
+
+PREWARM_STEP = 8 << 20  # what one WILLNEED call reads ahead at most (the kernel's cap)
 
 
 def warm_up(*, close: bool = True) -> None:
     """Never raises: a database away at start-up leaves the read to the first lookup, as
     before. ``close``: drop the connection it opened (the worker's request threads have their
     own; this one would sit idle)."""
-    if connection.vendor != "postgresql":
+    if connection.vendor == "sqlite":
+        prewarm_file(Path(connection.settings_dict["NAME"]), get_config().server.sqlite_prewarm_mib)
         return
     settings = connection.settings_dict
     try:
@@ -31,3 +45,46 @@ def warm_up(*, close: bool = True) -> None:
     finally:
         if close:
             connection.close()
+
+
+def _available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux); None where there is none."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def prewarm_file(path: Path, cap_mib: int) -> bool:
+    """Ask the OS to read ``path`` into its page cache, if it is at most ``cap_mib`` MiB and
+    half the memory available (a larger file would push out what is cached already). Returns
+    whether it asked; never raises (an OS without ``posix_fadvise``, a file gone: no prewarm)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if not cap_mib or advise is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        available = _available_bytes()
+        if size > cap_mib << 20 or (available is not None and size > available // 2):
+            logger.info(
+                "not prewarming %s: %d MiB is over the cap or half the free memory",
+                path.name,
+                size >> 20,
+            )
+            return False
+        for offset in range(0, size, PREWARM_STEP):
+            advise(fd, offset, PREWARM_STEP, os.POSIX_FADV_WILLNEED)
+        return True
+    except OSError as exc:
+        logger.warning("prewarming %s failed (first lookups may read from disk): %s", path, exc)
+        return False
+    finally:
+        os.close(fd)

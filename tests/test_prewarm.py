@@ -1,0 +1,101 @@
+"""A starting web process asks the OS to read the SQLite file into its page cache (search.warm),
+within its cap and half the free memory, and never fails its start over it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from search import warm
+from tests.processes import wait_for
+
+
+@pytest.fixture
+def database_file(tmp_path):
+    path = tmp_path / "hermes.sqlite3"
+    path.write_bytes(os.urandom(3 * warm.PREWARM_STEP + 12345))  # a last, partial step
+    return path
+
+
+needs_fadvise = pytest.mark.skipif(
+    not hasattr(os, "posix_fadvise"), reason="this OS has no posix_fadvise: nothing to ask"
+)
+
+
+@needs_fadvise
+def test_a_file_within_the_cap_is_read_ahead_step_by_step_to_its_end(database_file, monkeypatch):
+    asked = []
+    real = os.posix_fadvise
+
+    def advise(fd, offset, length, advice):
+        asked.append((offset, length, advice))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", advise)
+    assert warm.prewarm_file(database_file, cap_mib=1024)
+    size = database_file.stat().st_size
+    assert [a[0] for a in asked] == list(range(0, size, warm.PREWARM_STEP))
+    assert {a[2] for a in asked} == {os.POSIX_FADV_WILLNEED}
+    assert asked[-1][0] + asked[-1][1] >= size
+
+
+@needs_fadvise
+def test_the_pages_are_in_the_os_cache_afterwards(database_file):
+    fincore = shutil.which("fincore")
+    if fincore is None:
+        pytest.skip("util-linux's fincore is not installed: nothing tells what the OS cached")
+    fd = os.open(database_file, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # out of the cache
+    finally:
+        os.close(fd)
+
+    def cached_pages() -> int:
+        out = subprocess.run(
+            [fincore, "--bytes", "--noheadings", "--output", "PAGES", str(database_file)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return int(out.split()[0])
+
+    before = cached_pages()
+    assert warm.prewarm_file(database_file, cap_mib=1024)
+    pages = -(-database_file.stat().st_size // os.sysconf("SC_PAGE_SIZE"))
+    assert before < pages
+    # The OS reads ahead after the call returns (it queues the reads): within moments.
+    wait_for(lambda: cached_pages() == pages, "every page of the file in the OS cache", 20)
+
+
+def test_no_prewarm_when_it_is_off_too_large_or_missing(database_file, tmp_path, monkeypatch):
+    assert not warm.prewarm_file(database_file, cap_mib=0)  # off
+    assert not warm.prewarm_file(database_file, cap_mib=1)  # 24 MiB over a 1 MiB cap
+    assert not warm.prewarm_file(tmp_path / "gone.sqlite3", cap_mib=1024)
+    monkeypatch.setattr(warm, "_available_bytes", lambda: 2 * warm.PREWARM_STEP)
+    assert not warm.prewarm_file(database_file, cap_mib=1024)  # over half the free memory
+
+
+@needs_fadvise
+def test_an_os_that_refuses_the_advice_does_not_fail_the_start(database_file, monkeypatch):
+    def refused(*args):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "posix_fadvise", refused)
+    assert not warm.prewarm_file(database_file, cap_mib=1024)
+
+
+@pytest.mark.django_db
+def test_a_warmed_sqlite_process_prewarms_its_database_file(monkeypatch, settings):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL keeps its own cache")
+    asked = []
+    monkeypatch.setattr(warm, "prewarm_file", lambda path, cap: asked.append((path, cap)))
+    warm.warm_up(close=False)
+    assert [str(p) for p, _ in asked] == [str(connection.settings_dict["NAME"])]
+    assert asked[0][1] == settings.HERMES.server.sqlite_prewarm_mib
