@@ -159,21 +159,39 @@ class Bookmarks:
     end: Bookmark
 
 
-def windows(hits: list[Message], size: int, include_rolled_back: bool) -> dict[int, list[Message]]:
+def window_slack(size: int) -> int:
+    """How far either side of a hit a window's first read reaches: room for a rolled-back row
+    inside the range."""
+    return size + 1
+
+
+def windows(
+    hits: list[Message],
+    size: int,
+    include_rolled_back: bool,
+    first_read: dict[int, list[Nearby]] | None = None,
+) -> dict[int, list[Message]]:
     """Each hit with ``size`` messages before and after it (rolled-back rows skipped unless
     asked; notices, which are not conversation, always), fetched for all hits in one query: a
-    window per hit would be two queries each. A hit whose range held too few rows to show (a
-    block of rolled-back rows beside it) is read again over a range four times as wide, with
-    the others in the same case, until its window is full or its session ends: a statement per
-    round, each reading about what it needs, never the whole session."""
+    window per hit would be two queries each (``first_read``: the rows within
+    ``window_slack(size)`` of each hit, already read with the hits, search.rows.read_page). A
+    hit whose range held too few rows to show (a block of rolled-back rows beside it) is read
+    again over a range four times as wide, with the others in the same case, until its window
+    is full or its session ends: a statement per round, each reading about what it needs, never
+    the whole session."""
     if not size:
         return {hit.pk: [hit] for hit in hits}
     out: dict[int, list] = {}
-    slack = size + 1  # room for a rolled-back row inside the range
+    slack = window_slack(size)
     pending = hits
     while pending:
         short = []
-        for hit, rows in zip(pending, _nearby(pending, slack), strict=True):
+        if first_read is not None:
+            read = [first_read.get(hit.pk, []) for hit in pending]
+            first_read = None
+        else:
+            read = _nearby(pending, slack)
+        for hit, rows in zip(pending, read, strict=True):
             here, hit_pk, last = order_key(hit), hit.id, hit.position + slack
             visible = sorted(
                 (
@@ -212,34 +230,43 @@ def _nearby(hits: list[Message], slack: int) -> list[list[Nearby]]:
         session = session_field.get_db_prep_value(hit.session_id, db)
         params += [n, session, max(0, hit.position - slack), hit.position + slack]
     ranges = ", ".join(["(%s, %s, %s, %s)"] * len(hits))
-    # The time as text, which Nearby parses with datetime.fromisoformat (C): read as a
-    # timestamp, every row went through a parser written in Python (Django's regex one on
-    # SQLite, Django's time-zone loader on PostgreSQL), a quarter of this call's time there.
-    columns = ", ".join(f"m.{name}" for name in Nearby.COLUMNS).replace(
-        "m.created_at", "CAST(m.created_at AS TEXT) AS created_at"
+    columns, join = nearby_join("r.session_id", "r.low", "r.high")
+    sql = (
+        f"WITH r(n, session_id, low, high) AS (VALUES {ranges}) "
+        f"SELECT r.n, {', '.join(columns)} FROM r {join}"
     )
-    with_ranges = f"WITH r(n, session_id, low, high) AS (VALUES {ranges})"
-    table = Message._meta.db_table
-    condition = (
-        "m.session_id = r.session_id AND m.active IN (FALSE, TRUE) "
-        "AND m.position BETWEEN r.low AND r.high AND NOT m.is_notice"
-    )
-    if db.vendor == "postgresql":
-        # As a plain join PostgreSQL may read the whole session and merge (it did, for a
-        # session holding most rows); a LATERAL subquery it cannot flatten (OFFSET 0) is
-        # sought once per range.
-        sql = (
-            f"{with_ranges} SELECT r.n, m.* FROM r CROSS JOIN LATERAL "
-            f"(SELECT {columns} FROM {table} m WHERE {condition} OFFSET 0) m"
-        )
-    else:  # SQLite has no LATERAL; its plan for the join is that nested loop
-        sql = f"{with_ranges} SELECT r.n, {columns} FROM r JOIN {table} m ON {condition}"
     nearby: list[list[Nearby]] = [[] for _ in hits]
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         for row in cursor.fetchall():
             nearby[row[0]].append(Nearby(row, 1))
     return nearby
+
+
+def nearby_join(session: str, low: str, high: str) -> tuple[list[str], str]:
+    """The select list (Nearby's COLUMNS) and the join that read, for each row of a statement's
+    ranges, the rows of its session (``session``, an expression of the range) from position
+    ``low`` to ``high``, notices left out: one index seek of (session, active, position) in
+    msg_live_idx per range (naming both values of ``active`` lets it seek the positions too,
+    not read the whole session)."""
+    # The time as text, which Nearby parses with datetime.fromisoformat (C): read as a
+    # timestamp, every row went through a parser written in Python (Django's regex one on
+    # SQLite, Django's time-zone loader on PostgreSQL), a quarter of this call's time there.
+    columns = [f"m.{name}" for name in Nearby.COLUMNS]
+    columns[-1] = "CAST(m.created_at AS TEXT)"
+    table = Message._meta.db_table
+    condition = (
+        f"m.session_id = {session} AND m.active IN (FALSE, TRUE) "
+        f"AND m.position BETWEEN {low} AND {high} AND NOT m.is_notice"
+    )
+    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        # As a plain join PostgreSQL may read the whole session and merge (it did, for a
+        # session holding most rows); a LATERAL subquery it cannot flatten (OFFSET 0) is
+        # sought once per range.
+        inner = ", ".join([*columns[:-1], f"{columns[-1]} AS created_at"])
+        lateral = f"(SELECT {inner} FROM {table} m WHERE {condition} OFFSET 0) m"
+        return [f"m.{name}" for name in Nearby.COLUMNS], f"CROSS JOIN LATERAL {lateral}"
+    return columns, f"JOIN {table} m ON {condition}"  # SQLite's plan for it: that nested loop
 
 
 def order_key(row: Message | Nearby) -> tuple[int, int, int]:

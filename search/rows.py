@@ -19,6 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.base import ModelState
 
+from search.results import Nearby, nearby_join
 from sessions_app.models import Channel, Message, Session
 
 MESSAGE_COLUMNS = (
@@ -38,6 +39,9 @@ MESSAGE_COLUMNS = (
 )
 SESSION_COLUMNS = ("id", "title", "external_id", "total_messages", "channel_id")
 CHANNEL_COLUMNS = ("id", "name")
+# Where a window's neighbour row (search.results.Nearby) has its columns among a hit's, but
+# its time (read as text, in a column of its own).
+_NEARBY_AT = [MESSAGE_COLUMNS.index(name) for name in Nearby.COLUMNS[:-1]]
 
 _Converter = tuple[int, list[Callable[..., Any]], Any]
 
@@ -94,13 +98,52 @@ def instance(model: type[_M], values: dict[str, Any], db: str = DEFAULT_DB_ALIAS
 def read_hits(pks: Collection[int]) -> dict[int, Message]:
     """The messages with these ids, each with its session and the session's channel loaded
     (``message.session.channel`` costs no query), in one statement that seeks the primary keys."""
+    return read_page(pks)[0]
+
+
+def read_page(
+    pks: Collection[int], around: Collection[int] = (), slack: int = 0
+) -> tuple[dict[int, Message], dict[int, list[Nearby]]]:
+    """``read_hits``, and in the same statement the rows within ``slack`` positions of each
+    message of ``around`` (a window's first read, search.results.windows: each hit's range an
+    index seek), by hit id. One statement instead of two: on PostgreSQL each is a round trip
+    and a plan, 0.4-0.6 ms of a rare fact's 2 ms answer at 1,000,000 messages."""
     if not pks:
-        return {}
+        return {}, {}
     db = connections[DEFAULT_DB_ALIAS]
     sql, converters = _reader(db)
+    width = len(MESSAGE_COLUMNS) + len(SESSION_COLUMNS) + len(CHANNEL_COLUMNS)
+    hits = f"{sql}({', '.join(['%s'] * len(pks))})"
+    params = list(pks)
+    nearby: dict[int, list[Nearby]] = {}
     with db.cursor() as cursor:
-        cursor.execute(f"{sql}({', '.join(['%s'] * len(pks))})", list(pks))
-        fetched = cursor.fetchall()
+        if not around:
+            cursor.execute(hits, params)
+            fetched = cursor.fetchall()
+        else:
+            # The hits as h(c0 ... cN) (their ids, sessions and positions: c0, c1 and c2),
+            # tagged 0; then, tagged 1 with its hit's id, each neighbour in the hit's columns
+            # where it has them (id, position, role, content, tool calls, flags), its time as
+            # text in one more.
+            cols = [f"c{n}" for n in range(width)]
+            columns, join = nearby_join("h.c1", "h.c2 - %s", "h.c2 + %s")
+            spread = ["NULL"] * (width + 1)
+            for at, column in zip([*_NEARBY_AT, width], columns, strict=True):
+                spread[at] = column
+            cursor.execute(
+                f"WITH h({', '.join(cols)}) AS ({hits}) "  # noqa: S608 - our names
+                f"SELECT 0, NULL, {', '.join(f'h.{c}' for c in cols)}, NULL FROM h UNION ALL "
+                f"SELECT 1, h.c0, {', '.join(spread)} FROM h {join} "
+                f"WHERE h.c0 IN ({', '.join(['%s'] * len(around))})",
+                [*params, slack, slack, *around],
+            )
+            fetched = []
+            for row in cursor.fetchall():
+                if row[0]:
+                    values = [row[2 + at] for at in _NEARBY_AT] + [row[2 + width]]
+                    nearby.setdefault(row[1], []).append(Nearby(values))
+                else:
+                    fetched.append(row[2 : 2 + width])
     n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
     session_at = MESSAGE_COLUMNS.index("session_id")
     # The session's columns are converted once per session (a page's hits share a channel and
@@ -134,4 +177,4 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
         )
         message._state.fields_cache["session"] = session
         out[message.pk] = message
-    return out
+    return out, nearby

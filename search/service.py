@@ -209,14 +209,16 @@ def _hits(
     if not ordered:
         return []
     page = [pk for pk, _, _ in ordered]
-    # The page and the rows just across its edges, with sessions and channels, in one statement.
-    read = rows.read_hits([*page, *edges])
+    # The page and the rows just across its edges, with sessions and channels, and the rows
+    # around the page's hits (their windows' first read), in one statement.
+    slack = results.window_slack(window)
+    read, nearby = rows.read_page([*page, *edges], page if window else (), slack)
     # A row carried into a continuation session (in_place: false) and the row it continues say
     # the same thing and rank the same, side by side: the continuation's copy is shown, once --
     # on this page, or on the next one when it is the row just past the page's edge.
     carried_on = {m.continues_id for m in read.values() if m.continues_id is not None}
     by_id = {pk: read[pk] for pk in dict.fromkeys(page) if pk in read}
-    around = results.windows(list(by_id.values()), window, include_rolled_back)
+    around = results.windows(list(by_id.values()), window, include_rolled_back, nearby)
     needles = parsed.needles
     hits = []
     for pk, score, rolled_back in ordered:

@@ -188,6 +188,22 @@ def test_the_hits_of_a_page_are_read_by_their_keys(session):
         assert "sessions_app_message_pkey" in plan and "Seq Scan" not in plan, plan
 
 
+def test_a_pages_hits_and_their_windows_rows_are_one_statement_of_key_and_range_seeks(session):
+    from search.rows import read_page
+
+    _lengthen(session)
+    ids = list(Message.objects.filter(session=session, position__lt=3).values_list("pk", flat=True))
+    ((sql, params),) = _statements(lambda: read_page(ids, ids[:2], 3))
+    plan = _explain(sql, params)
+    if connection.vendor == "sqlite":
+        assert "SCAN m" not in plan, plan
+        assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+        assert "msg_live_idx (session_id=? AND active=? AND position>? AND position<?)" in plan
+    else:
+        assert "sessions_app_message_pkey" in plan and "Seq Scan" not in plan, plan
+        assert "msg_live_idx" in plan, plan
+
+
 def _fts_plans(call) -> list[str]:
     """The plans of the FTS5 statements ``call`` runs."""
     return [_explain(sql, params) for sql, params in _statements(call) if " MATCH " in sql]

@@ -727,7 +727,7 @@ def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
     assert bookmarks(window, 1).start.lead == _lead(row, BOOKMARK_LEAD_CHARS)
 
 
-@pytest.mark.parametrize(("window", "statements"), [(2, 2), (0, 1)])
+@pytest.mark.parametrize(("window", "statements"), [(2, 1), (0, 1)])
 def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, window, statements):
     from django.test.utils import CaptureQueriesContext
 
@@ -739,8 +739,32 @@ def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, win
     for page in (ids[:1], ids[:20]):
         with CaptureQueriesContext(connection) as queries:
             hits = _hits([(pk, None, False) for pk in page], parse("x"), window, False, ids[-2:])
-        # The page with its edge rows, sessions and channels; then every window at once.
+        # The page with its edge rows, sessions and channels, and every window's rows.
         assert len(queries) == statements and len(hits) == len(page)
+
+
+@pytest.mark.parametrize("include_rolled_back", [False, True])
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_windows_read_with_the_hits_are_the_windows_read_apart(planted, size, include_rolled_back):
+    from search.results import window_slack, windows
+    from search.rows import read_page
+
+    ids = list(Message.objects.filter(session_id=planted).values_list("pk", flat=True))
+    page = ids[::3]  # the first, the summary, archived and live rows, one rolled back
+    read, nearby = read_page([*page, ids[-1]], page, window_slack(size))
+    assert set(nearby) == set(page)  # each hit's own range (the hit among it); not the edge's
+    hits = [read[pk] for pk in page]
+    together = windows(hits, size, include_rolled_back, nearby)
+    apart = windows(hits, size, include_rolled_back)
+    assert {pk: [m.id for m in rows] for pk, rows in together.items()} == {
+        pk: [m.id for m in rows] for pk, rows in apart.items()
+    }
+    shown = [
+        (m.id, m.position, m.role, m.kind, m.created_at) for rows in together.values() for m in rows
+    ]
+    assert shown == [
+        (m.id, m.position, m.role, m.kind, m.created_at) for rows in apart.values() for m in rows
+    ]
 
 
 def test_a_window_reaches_past_long_blocks_of_rolled_back_rows_in_a_few_statements(gateway):
@@ -775,6 +799,14 @@ def test_a_window_reaches_past_long_blocks_of_rolled_back_rows_in_a_few_statemen
     # Ranges of 3, 12, 48, 192 and 768 positions either side: one statement each, none reading
     # the session whole.
     assert len(queries) == 5 and all("m.position BETWEEN" in q["sql"] for q in queries)
+    # The same when the first range is read with the hit (search.rows.read_page).
+    from search.rows import read_page
+
+    with CaptureQueriesContext(connection) as queries:
+        read, nearby = read_page([hit.pk], [hit.pk], 3)
+        again = windows([read[hit.pk]], 2, include_rolled_back=False, first_read=nearby)
+    assert [m.content for m in again[hit.pk]] == [m.content for m in around[hit.pk]]
+    assert len(queries) == 5
     with CaptureQueriesContext(connection) as queries:
         around = windows([hit], 2, include_rolled_back=True)
     assert [m.content for m in around[hit.pk]] == [
