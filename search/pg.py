@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.db import connection
+
 from search.fts import MESSAGE_TABLE
 from sessions_app.text import CJK_CHARS
 
@@ -123,6 +125,42 @@ FUNCTIONS = [
     $$
     """,
 ]
+
+# Plans fixed by planner settings, for the statements whose plan is their definition (a walk of
+# the primary key backwards; the trigram index alone), whatever the planner's estimates. Each
+# set of settings is a function's SET clauses: the statement, run by the function, is planned
+# under them and they are put back when it returns, error or not -- one round trip, where
+# setting them for a transaction (BEGIN, set, run, set back, COMMIT) took five. Neither in
+# parallel nor compiled (JIT): on a small machine both cost more than these statements run.
+QUIET = {"jit": "off", "max_parallel_workers_per_gather": "0"}
+WALK = {"enable_bitmapscan": "off", "enable_sort": "off", **QUIET}
+INDEX = {"enable_indexscan": "off", "enable_seqscan": "off", **QUIET}
+PLANNED = {"hermes_walk_plan": WALK, "hermes_index_plan": INDEX}
+
+
+def planned_function_statements() -> list[str]:
+    return [
+        f"CREATE OR REPLACE FUNCTION {name}(statement text) RETURNS SETOF record "
+        "LANGUAGE plpgsql "
+        + " ".join(f"SET {setting} = {value}" for setting, value in settings.items())
+        + " AS $$ BEGIN RETURN QUERY EXECUTE statement; END $$"
+        for name, settings in PLANNED.items()
+    ]
+
+
+def drop_planned_function_statements() -> list[str]:
+    return [f"DROP FUNCTION IF EXISTS {name}(text)" for name in PLANNED]
+
+
+def run_planned(cursor, plan: dict[str, str], sql: str, params: list, columns: str) -> list:
+    """The rows of ``sql`` planned under ``plan`` (WALK or INDEX), through its function:
+    ``columns`` are its result's, as SQL declares them (``id bigint, keep boolean``)."""
+    name = next(n for n, settings in PLANNED.items() if settings is plan)
+    # As the client-side cursor sends it: the parameters quoted into the text.
+    statement = connection.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
+    cursor.execute(f"SELECT * FROM {name}(%s) AS t({columns})", [statement])
+    return cursor.fetchall()
+
 
 TEXT = "hermes_search_text(content, tool_calls)"
 VECTORS = {
@@ -275,6 +313,7 @@ def create_statements(cursor) -> Iterator[str]:
         f"CREATE INDEX IF NOT EXISTS {INDEX_NAMES['tool_trigram']} ON {MESSAGE_TABLE} "
         f"USING gin (hermes_tool_text(tool_calls) gin_trgm_ops) WHERE {INDEXED}"
     )
+    yield from planned_function_statements()
 
 
 def drop_statements() -> Iterator[str]:
@@ -287,6 +326,7 @@ def drop_statements() -> Iterator[str]:
     yield "DROP FUNCTION IF EXISTS hermes_fold"
     yield "DROP FUNCTION IF EXISTS hermes_search_text"
     yield "DROP FUNCTION IF EXISTS hermes_tool_text"
+    yield from drop_planned_function_statements()
 
 
 def install(cursor) -> None:

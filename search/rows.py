@@ -39,9 +39,6 @@ MESSAGE_COLUMNS = (
 )
 SESSION_COLUMNS = ("id", "title", "external_id", "total_messages", "channel_id")
 CHANNEL_COLUMNS = ("id", "name")
-# Where a window's neighbour row (search.results.Nearby) has its columns among a hit's, but
-# its time (read as text, in a column of its own).
-_NEARBY_AT = [MESSAGE_COLUMNS.index(name) for name in Nearby.COLUMNS[:-1]]
 
 _Converter = tuple[int, list[Callable[..., Any]], Any]
 
@@ -104,15 +101,15 @@ def read_hits(pks: Collection[int]) -> dict[int, Message]:
 def read_page(
     pks: Collection[int], around: Collection[int] = (), slack: int = 0
 ) -> tuple[dict[int, Message], dict[int, list[Nearby]]]:
-    """``read_hits``, and in the same statement the rows within ``slack`` positions of each
-    message of ``around`` (a window's first read, search.results.windows: each hit's range an
-    index seek), by hit id. One statement instead of two: on PostgreSQL each is a round trip
-    and a plan, 0.4-0.6 ms of a rare fact's 2 ms answer at 1,000,000 messages."""
+    """``read_hits``, and the rows within ``slack`` positions of each message of ``around`` (a
+    window's first read, search.results.windows: each hit's range an index seek), by hit id.
+    On PostgreSQL both statements go in one round trip, each planned on its own (one statement
+    of both took as long to plan as the two): 0.4-0.6 ms of a rare fact's 2 ms answer at
+    1,000,000 messages was the second statement's round trip and plan."""
     if not pks:
         return {}, {}
     db = connections[DEFAULT_DB_ALIAS]
     sql, converters = _reader(db)
-    width = len(MESSAGE_COLUMNS) + len(SESSION_COLUMNS) + len(CHANNEL_COLUMNS)
     hits = f"{sql}({', '.join(['%s'] * len(pks))})"
     params = list(pks)
     nearby: dict[int, list[Nearby]] = {}
@@ -121,29 +118,24 @@ def read_page(
             cursor.execute(hits, params)
             fetched = cursor.fetchall()
         else:
-            # The hits as h(c0 ... cN) (their ids, sessions and positions: c0, c1 and c2),
-            # tagged 0; then, tagged 1 with its hit's id, each neighbour in the hit's columns
-            # where it has them (id, position, role, content, tool calls, flags), its time as
-            # text in one more.
-            cols = [f"c{n}" for n in range(width)]
-            columns, join = nearby_join("h.c1", "h.c2 - %s", "h.c2 + %s")
-            spread = ["NULL"] * (width + 1)
-            for at, column in zip([*_NEARBY_AT, width], columns, strict=True):
-                spread[at] = column
-            cursor.execute(
-                f"WITH h({', '.join(cols)}) AS ({hits}) "  # noqa: S608 - our names
-                f"SELECT 0, NULL, {', '.join(f'h.{c}' for c in cols)}, NULL FROM h UNION ALL "
-                f"SELECT 1, h.c0, {', '.join(spread)} FROM h {join} "
-                f"WHERE h.c0 IN ({', '.join(['%s'] * len(around))})",
-                [*params, slack, slack, *around],
+            columns, join = nearby_join("h.session_id", "h.position - %s", "h.position + %s")
+            table = Message._meta.db_table
+            rows = (
+                f"WITH h AS (SELECT m.id, m.session_id, m.position FROM {table} m "  # noqa: S608
+                f"WHERE m.id IN ({', '.join(['%s'] * len(around))})) "
+                f"SELECT h.id, {', '.join(columns)} FROM h {join}"
             )
-            fetched = []
+            rows_params = [*around, slack, slack]
+            if db.vendor == "postgresql":  # one round trip, two results
+                cursor.execute(f"{hits}; {rows}", [*params, *rows_params])
+                fetched = cursor.fetchall()
+                cursor.nextset()
+            else:
+                cursor.execute(hits, params)
+                fetched = cursor.fetchall()
+                cursor.execute(rows, rows_params)
             for row in cursor.fetchall():
-                if row[0]:
-                    values = [row[2 + at] for at in _NEARBY_AT] + [row[2 + width]]
-                    nearby.setdefault(row[1], []).append(Nearby(values))
-                else:
-                    fetched.append(row[2 : 2 + width])
+                nearby.setdefault(row[0], []).append(Nearby(row, 1))
     n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
     session_at = MESSAGE_COLUMNS.index("session_id")
     # The session's columns are converted once per session (a page's hits share a channel and

@@ -727,8 +727,8 @@ def test_a_lead_is_the_same_as_one_cut_from_the_whole_flattened_text(content):
     assert bookmarks(window, 1).start.lead == _lead(row, BOOKMARK_LEAD_CHARS)
 
 
-@pytest.mark.parametrize(("window", "statements"), [(2, 1), (0, 1)])
-def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, window, statements):
+@pytest.mark.parametrize("window", [2, 0])
+def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, window):
     from django.test.utils import CaptureQueriesContext
 
     from search.query import parse
@@ -739,7 +739,9 @@ def test_a_page_of_hits_costs_the_same_statements_whatever_its_size(planted, win
     for page in (ids[:1], ids[:20]):
         with CaptureQueriesContext(connection) as queries:
             hits = _hits([(pk, None, False) for pk in page], parse("x"), window, False, ids[-2:])
-        # The page with its edge rows, sessions and channels, and every window's rows.
+        # The page with its edge rows, sessions and channels; then every window at once (on
+        # PostgreSQL in the same round trip).
+        statements = 1 if not window or connection.vendor == "postgresql" else 2
         assert len(queries) == statements and len(hits) == len(page)
 
 
@@ -806,7 +808,7 @@ def test_a_window_reaches_past_long_blocks_of_rolled_back_rows_in_a_few_statemen
         read, nearby = read_page([hit.pk], [hit.pk], 3)
         again = windows([read[hit.pk]], 2, include_rolled_back=False, first_read=nearby)
     assert [m.content for m in again[hit.pk]] == [m.content for m in around[hit.pk]]
-    assert len(queries) == 5
+    assert len(queries) == (5 if connection.vendor == "postgresql" else 6)
     with CaptureQueriesContext(connection) as queries:
         around = windows([hit], 2, include_rolled_back=True)
     assert [m.content for m in around[hit.pk]] == [

@@ -100,11 +100,42 @@ def test_the_ranges_find_the_newest_matches_as_one_statement_does(corpus, monkey
 
 
 def _explain(sql: str, params: list, plan: dict[str, str]) -> str:
-    from search.backends import postgres
-
-    with connection.cursor() as cursor, postgres._planner(cursor, plan):
+    """The plan of ``sql`` under ``plan``'s settings, as its function (search.pg.PLANNED, whose
+    settings the next test holds to the same) plans it; EXPLAIN cannot see into a function."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting, value in plan.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
         cursor.execute("EXPLAIN " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+        explained = "\n".join(row[0] for row in cursor.fetchall())
+        # Rolled back to the savepoint: a released one would keep the settings for the rest
+        # of the test's transaction.
+        transaction.set_rollback(True)
+    return explained
+
+
+def test_each_planned_function_runs_its_statement_under_its_settings_and_puts_them_back(corpus):
+    from search import pg
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT proname, proconfig FROM pg_proc WHERE proname = ANY(%s)", [list(pg.PLANNED)]
+        )
+        found = {name: dict(c.split("=", 1) for c in config) for name, config in cursor.fetchall()}
+        assert found == pg.PLANNED
+        names = sorted({name for settings in pg.PLANNED.values() for name in settings})
+        shown = "SELECT " + ", ".join(f"current_setting('{n}')" for n in names)
+        cursor.execute(shown)
+        before = cursor.fetchone()
+        for plan in pg.PLANNED.values():
+            # The statement sees the settings (planned under them), the session does not after.
+            seen = pg.run_planned(
+                cursor, plan, shown, [], ", ".join(f"s{i} text" for i in range(len(names)))
+            )
+            assert dict(zip(names, seen[0], strict=True)) == {
+                n: plan.get(n, was) for n, was in zip(names, before, strict=True)
+            }
+            cursor.execute(shown)
+            assert cursor.fetchone() == before
 
 
 @pytest.mark.parametrize("statistics", ["none", "analyzed"])

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
-from django.db import connection, transaction
+from django.db import connection
 
 from search import pg, ranked
 from search.backends import common
@@ -23,12 +22,6 @@ from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 from search.query import Route
-
-# Turns the planner's bitmap scans and sorts off (or on again) until the end of the transaction
-# (search.service runs a lookup in one).
-WALK_ONLY = (
-    "SELECT set_config('enable_bitmapscan', '%s', true), set_config('enable_sort', '%s', true)"
-)
 
 
 def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[list[str], list]:
@@ -75,52 +68,8 @@ PROBE_ROWS = 2_000
 MIN_WALK = 8_000
 WALK_PER_MATCH = 20
 # A walk: the primary key backwards. Through the index: the trigram index's bitmap alone (not
-# ANDed with the key's, which the planner would do or not by its estimates). Neither in
-# parallel nor compiled (JIT): on a small machine both cost more than these statements run.
-QUIET = {"jit": "off", "max_parallel_workers_per_gather": "0"}
-WALK = {"enable_bitmapscan": "off", "enable_sort": "off", **QUIET}
-INDEX = {"enable_indexscan": "off", "enable_seqscan": "off", **QUIET}
-
-
-class _Planner:
-    """Fixes the plan of the statements that follow (``use``), and puts the settings back as
-    they were (``restore``): SET LOCAL alone would last to the end of a caller's transaction.
-    Its first statement also reads the table's lowest and highest id (``bounds``), and sets
-    the first plan: one round trip instead of three."""
-
-    NAMES = sorted({*WALK, *INDEX})
-
-    def __init__(self, cursor, first: dict[str, str]) -> None:
-        self.cursor = cursor
-        # The select list is evaluated in order: the settings are read before they are set.
-        columns = [f"(SELECT {end}(id) FROM {MESSAGE_TABLE})" for end in ("min", "max")]
-        columns += ["current_setting(%s)"] * len(self.NAMES)
-        columns += ["set_config(%s, %s, true)"] * len(first)
-        cursor.execute(
-            "SELECT " + ", ".join(columns),
-            [*self.NAMES, *[v for pair in first.items() for v in pair]],
-        )
-        row = cursor.fetchone()
-        self.bounds: tuple[int | None, int | None] = row[:2]
-        self.before = dict(zip(self.NAMES, row[2 : 2 + len(self.NAMES)], strict=True))
-
-    def use(self, plan: dict[str, str]) -> None:
-        settings = {**self.before, **plan}
-        self.cursor.execute(
-            "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(self.NAMES)),
-            [v for name in self.NAMES for v in (name, settings[name])],
-        )
-
-    def restore(self) -> None:
-        self.use({})
-
-
-@contextmanager
-def _planner(cursor, first: dict[str, str] | None = None) -> Iterator[_Planner]:
-    """Inside a transaction.atomic block: after an error its rollback undoes the settings."""
-    planner = _Planner(cursor, first or {})
-    yield planner
-    planner.restore()
+# ANDed with the key's, which the planner would do or not by its estimates). (search.pg.PLANNED)
+WALK, INDEX = pg.WALK, pg.INDEX
 
 
 def trigram_statements(
@@ -184,46 +133,52 @@ def _trigram_candidates(
     params = [*match_params, *extra_params, *where_params]
     walk_params = [*where_params, *fragment_params]
     want = want or filters.rank_window_size
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         if filters.session_id is not None:
             cursor.execute(whole, [*params, want])
             return [row[0] for row in cursor.fetchall()]
-        with _planner(cursor, WALK) as planner:
-            lowest, highest = planner.bounds
-            if lowest is None or highest is None:  # no rows (min and max are null together)
-                return []
-            lowest = max(lowest, above + 1)
-            reached = min(below or filters.before_id or highest + 1, highest + 1)
-            found: list[int] = []
-            matches: list[tuple[int, bool]] = []
-            read, rows = 0, PROBE_ROWS
-            while reached > lowest and len(found) < want:
-                lower = max(reached - rows, lowest)
-                if not read:
-                    cursor.execute(probe, [*where_params, *fragment_params, lower, reached])
-                    matches = cursor.fetchall()
-                    found = [pk for pk, keep in matches if keep][:want]
-                else:
-                    cursor.execute(walk, [*walk_params, lower, reached, want - len(found)])
-                    found += [row[0] for row in cursor.fetchall()]
-                read, reached = read + reached - lower, lower
-                if not matches:
-                    # No channel has the fragment in the newest rows: the trigram index, which
-                    # reads every channel's matches, has few to read. (Had another channel
-                    # some, this one's rows may come in a run further down: the walk goes on.)
-                    break
-                density = len(found) / read
-                to_walk = (want - len(found)) / density if found else math.inf
-                if read < MIN_WALK:  # too few rows to judge by: a channel's rows come in runs
-                    rows = MIN_WALK - read
-                elif to_walk > WALK_PER_MATCH * density * (reached - lowest):
-                    break
-                else:
-                    rows = int(min(to_walk * 1.25, 4 * read)) + 1
-            if reached > lowest and len(found) < want:
-                planner.use(INDEX)
-                cursor.execute(rest, [*params, lowest, reached, want - len(found)])
-                found += [row[0] for row in cursor.fetchall()]
+        cursor.execute(f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}")
+        lowest, highest = cursor.fetchone()
+        if lowest is None or highest is None:  # no rows (min and max are null together)
+            return []
+        lowest = max(lowest, above + 1)
+        reached = min(below or filters.before_id or highest + 1, highest + 1)
+        found: list[int] = []
+        matches: list[tuple[int, bool]] = []
+        read, rows = 0, PROBE_ROWS
+        while reached > lowest and len(found) < want:
+            lower = max(reached - rows, lowest)
+            if not read:
+                matches = pg.run_planned(
+                    cursor, WALK, probe, [*where_params, *fragment_params, lower, reached],
+                    "id bigint, keep boolean",
+                )  # fmt: skip
+                found = [pk for pk, keep in matches if keep][:want]
+            else:
+                walked = pg.run_planned(
+                    cursor, WALK, walk, [*walk_params, lower, reached, want - len(found)],
+                    "id bigint",
+                )  # fmt: skip
+                found += [row[0] for row in walked]
+            read, reached = read + reached - lower, lower
+            if not matches:
+                # No channel has the fragment in the newest rows: the trigram index, which
+                # reads every channel's matches, has few to read. (Had another channel some,
+                # this one's rows may come in a run further down: the walk goes on.)
+                break
+            density = len(found) / read
+            to_walk = (want - len(found)) / density if found else math.inf
+            if read < MIN_WALK:  # too few rows to judge by: a channel's rows come in runs
+                rows = MIN_WALK - read
+            elif to_walk > WALK_PER_MATCH * density * (reached - lowest):
+                break
+            else:
+                rows = int(min(to_walk * 1.25, 4 * read)) + 1
+        if reached > lowest and len(found) < want:
+            indexed = pg.run_planned(
+                cursor, INDEX, rest, [*params, lowest, reached, want - len(found)], "id bigint"
+            )
+            found += [row[0] for row in indexed]
         return found
 
 
@@ -381,19 +336,19 @@ def _over_every_match(
     # The matches since the refresh are the newest rows: walk the primary key down to it,
     # whatever the statistics say (without them the planner may fetch every match of a common
     # word through its GIN index, or read the table, and sort them). The walk stops at a window
-    # of matches. (Set for this statement only: a caller's transaction goes on.)
+    # of matches.
     fresh: list[tuple[int, float]] = []
     if best.anything_newer:
-        with transaction.atomic():  # set_config(..., true) lasts until its end, or is ignored
-            cursor.execute(WALK_ONLY % ("off", "off"))
-            cursor.execute(
-                f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
-                f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
-                "ORDER BY m.id DESC LIMIT %s",
-                [*query_params, best.upto, *params, filters.rank_window_size],
-            )
-            fresh = [(pk, float(score)) for pk, score in cursor.fetchall()]
-            cursor.execute(WALK_ONLY % ("on", "on"))  # for a caller's transaction going on
+        newer = pg.run_planned(
+            cursor,
+            WALK,
+            f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
+            f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
+            "ORDER BY m.id DESC LIMIT %s",
+            [*query_params, best.upto, *params, filters.rank_window_size],
+            "id bigint, score real",
+        )
+        fresh = [(pk, float(score)) for pk, score in newer]
     if len(fresh) * ranked.REFRESH_SHARE >= filters.rank_window_size:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(fresh) >= filters.rank_window_size:
