@@ -1,0 +1,158 @@
+"""A new web process's first lookups with the OS cache cold, with and without the prewarm a
+starting web process runs (search.warm: the SQLite file read into the OS page cache).
+
+    sudo .venv/bin/python bench/prewarm.py                 # 1,000,000 messages, 2 rounds
+    .venv/bin/python bench/prewarm.py --size 100000 --rounds 3
+
+Loads bench/search.py's corpus (the 240 rare facts in 12 kinds among common text) into a fresh
+SQLite file and builds its indexes. Then, alternating, each round: the OS cache is dropped
+(``/proc/sys/vm/drop_caches``: the state after a reboot, or of a file the OS evicted), and a
+fresh process -- as a web process -- starts, prewarms or not, pauses a second as a web process
+does before its first request, answers bench/search.py's four warm-up queries, then each fact's
+first lookup within one channel (20 hits, windows of 2). The table puts the two side by side;
+the ratio is without / with. Dropping the OS cache needs root: elsewhere the command says so and
+stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._timing import percentile  # noqa: E402 - after the path
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+PAUSE_SECONDS = 1.0  # between a web process's start (its warm-up) and its first request
+
+
+def _drop_os_cache() -> None:
+    os.sync()  # dirty pages cannot be dropped: written out first
+    DROP_CACHES.write_text("1\n")
+
+
+def child(data: Path, prewarm: bool) -> None:
+    """One fresh process's first lookups, as JSON on stdout: {kind: [ms, ...]}."""
+    from bench import search as corpus
+
+    corpus._setup(data)
+    from django.db import connection
+
+    from search import ranked
+    from search.filters import Filters
+    from search.service import search
+    from search.warm import warm_up
+    from sessions_app.models import Channel
+
+    started = time.perf_counter()
+    if prewarm:
+        warm_up(close=False)
+    warmed = time.perf_counter() - started
+    time.sleep(PAUSE_SECONDS)
+    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
+    for q in corpus.WARM_UP:
+        search(q, api, limit=20, window=2)
+    out: dict[str, list[float]] = {}
+    for kind, facts in corpus.FACTS.items():
+        for _, q in facts:
+            result = search(q, api, limit=20, window=2)
+            out.setdefault(kind, []).append(result.total_seconds * 1000)
+    ranked.drain(30)
+    connection.close()
+    print(json.dumps({"warm_up_ms": warmed * 1000, "kinds": out}))
+
+
+def _build(data: Path, size: int) -> None:
+    from bench import search as corpus
+
+    corpus._setup(data)
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    t0 = time.perf_counter()
+    corpus.load(size)
+    corpus._build_indexes(size)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    mib = (data / "hermes.sqlite3").stat().st_size / 2**20
+    print(f"corpus: {size:,} messages, {mib:,.0f} MiB, built in {time.perf_counter() - t0:.0f} s")
+
+
+def _run_child(data: Path, prewarm: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+    args = [sys.executable, __file__, "--child", str(data)] + (["--prewarm"] if prewarm else [])
+    done = subprocess.run(args, check=True, env=env, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--prewarm", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child and args.build:
+        _build(args.child, args.build)
+        return
+    if args.child:
+        child(args.child, args.prewarm)
+        return
+    if not os.access(DROP_CACHES, os.W_OK):
+        raise SystemExit(f"{DROP_CACHES} is not writable: dropping the OS cache needs root")
+    with tempfile.TemporaryDirectory(prefix="hermes-prewarm-bench-") as tmp:
+        data = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+        build = [sys.executable, __file__, "--child", str(data), "--build", str(args.size)]
+        subprocess.run(build, check=True, env=env)
+        samples: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
+        warm_ms: list[float] = []
+        for _ in range(args.rounds):
+            for prewarm in (False, True):
+                _drop_os_cache()
+                found = _run_child(data, prewarm)
+                if prewarm:
+                    warm_ms.append(found["warm_up_ms"])
+                for kind, ms in found["kinds"].items():
+                    samples[prewarm].setdefault(kind, []).extend(ms)
+    print(
+        f"\nFirst lookups of the rare facts in a new process, the OS cache dropped before each "
+        f"({args.rounds} rounds, alternated; the prewarm call took "
+        f"{max(warm_ms):.1f} ms at most, its reads going on after it):\n"
+    )
+    print(
+        "| query kind | without p50 ms | without p95 ms | with p50 ms | with p95 ms "
+        "| p95 without / with (x) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    everything: dict[bool, list[float]] = {False: [], True: []}
+    for kind in samples[False]:
+        cells = []
+        for prewarm in (False, True):
+            ms = samples[prewarm][kind]
+            everything[prewarm] += ms
+            cells.append(f"{percentile(ms, 0.5):.2f} | {percentile(ms, 0.95):.2f}")
+        ratio = percentile(samples[False][kind], 0.95) / percentile(samples[True][kind], 0.95)
+        print(f"| {kind} | {' | '.join(cells)} | {ratio:.1f} |")
+    a, b = everything[False], everything[True]
+    print(
+        f"| all 12 kinds | {percentile(a, 0.5):.2f} | {percentile(a, 0.95):.2f} "
+        f"| {percentile(b, 0.5):.2f} | {percentile(b, 0.95):.2f} "
+        f"| {percentile(a, 0.95) / percentile(b, 0.95):.1f} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
