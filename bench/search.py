@@ -376,10 +376,12 @@ def _index_alone(q: str, index: str | None) -> float | None:
 
 
 # The parts of a full answer, timed where the service calls them: the lookup is the service's
-# own lookup_seconds; after it the hits' rows, their windows, excerpts and bookmarks; and the
-# refreshes a lookup asks for, handed on (search.ranked.flush) once the answer is built.
+# own lookup_seconds; after it the hits' rows (with the rows around them, their windows' first
+# read), their windows (the rest of them: a wider read where rolled-back rows leave a window
+# short, and their assembly), excerpts and bookmarks; and the refreshes a lookup asks for,
+# handed on (search.ranked.flush) once the answer is built.
 PARTS = {
-    "rows": ("search.rows", "read_hits"),
+    "rows": ("search.rows", "read_page"),  # the hits' rows, and their windows' first read
     "windows": ("search.results", "windows"),
     "excerpts": ("search.results", "excerpt_html"),
     "bookmarks": ("search.results", "bookmarks"),
@@ -863,8 +865,8 @@ def _tables(kinds: dict[str, dict], scan: str, title: str, sqlite: bool) -> None
         )
     print(
         "\nWhere a first answer's time goes (mean ms per query): the lookup, then the hits' "
-        "rows, windows, excerpts and bookmarks, the refreshes handed on, and the rest (the "
-        "page's assembly):\n"
+        "rows (with the rows of their windows), the windows' assembly, excerpts and bookmarks, "
+        "the refreshes handed on, and the rest (the page's assembly):\n"
     )
     names = list(PARTS)
     print("| query kind | full | lookup | " + " | ".join(names) + " | rest |")
