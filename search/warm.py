@@ -7,10 +7,11 @@ about 40 ms) is read by a process's first substring lookup.
 
 On SQLite, the database's pages: after a restart, or whatever the OS evicted, a query's first
 lookup read each page it needed from disk -- its FTS5 doclists, scattered through the file. At
-a million messages, with the OS cache dropped, the rare facts' first lookups took 6-33 ms at
-p95 instead of about 1 (bench/search.py's facts). The OS is asked to read the whole file ahead
-(``posix_fadvise(WILLNEED)``, 8 MiB a call): it queues the reads and returns, 0.2 s for 920 MiB
-here; the pages are the OS cache's, shared by every process and connection, evicted as any.
+a million messages, in a new process with the OS cache dropped, the rare facts' first lookups
+took p95 3.3 ms (up to 4.6 in a kind), prewarmed 1.0 (bench/prewarm.py). The OS is asked to
+read the whole file ahead (``posix_fadvise(WILLNEED)``, 8 MiB a call): it queues the reads and
+returns, 0.2 s for 920 MiB here; the pages are the OS cache's, shared by every process and
+connection, evicted as any.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from search import pg
 
 logger = logging.getLogger(__name__)
 
-PREWARM_STEP = 8 << 20  # what one WILLNEED call reads ahead at most (the kernel's cap)
+PREWARM_STEP = 8 << 20  # what one WILLNEED call read ahead at most here (the device's cap)
 
 
 def warm_up(*, close: bool = True) -> None:
