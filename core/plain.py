@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.expressions import Col
 
@@ -36,19 +37,21 @@ def _attnames(model: type[Model]) -> tuple[list[str], list[str], list[Field]]:
     return [f.attname for f in fields], [f.column for f in fields], fields
 
 
+def converters(col: Col, db: BaseDatabaseWrapper) -> list[Callable[..., Any]]:
+    """What the ORM applies to a value it reads from ``col`` (a field's ``get_col``), as its
+    compiler finds them: the backend's converters, then the column's (a foreign key's are its
+    target's). On SQLite a time arrives as text, a flag as 0 or 1, a UUID as hex. Each is
+    called ``converter(value, col, db)``."""
+    return [*db.ops.get_db_converters(col), *col.get_db_converters(db)]
+
+
 @cache
 def _converters(model: type[Model], vendor: str) -> list[tuple[Col, list[Callable[..., Any]]]]:
-    """Per column, what the ORM applies to a value it reads, as its compiler finds them (the
-    backend's converters, then the column's; a foreign key's are its target's): on SQLite a
-    time arrives as text, a flag as 0 or 1, a UUID as hex. ``vendor`` keys the cache: the
-    converters are the backend's."""
-    out = []
-    for field in _attnames(model)[2]:
-        col = field.get_col(model._meta.db_table)
-        out.append(
-            (col, [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)])
-        )
-    return out
+    """Per column of ``model``, its converters; ``vendor`` keys the cache (they are the
+    backend's)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    cols = [field.get_col(model._meta.db_table) for field in _attnames(model)[2]]
+    return [(col, converters(col, db)) for col in cols]
 
 
 def from_row(model: type[M], row: Sequence[Any]) -> M:

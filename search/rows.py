@@ -19,6 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.base import ModelState
 
+from core import plain
 from search.results import Nearby, nearby_join
 from sessions_app.models import Channel, Message, Session
 
@@ -51,7 +52,7 @@ def _columns(model: type[Model], names: tuple[str, ...], alias: str) -> tuple[li
 @lru_cache(maxsize=16)  # one per database connection (a thread's); a few threads at most
 def _reader(db: BaseDatabaseWrapper) -> tuple[str, list[_Converter]]:
     """The statement (up to its list of ids) and, per column, the converters the ORM would
-    apply to it (the backend's, then the field's): worked out once, not on every search."""
+    apply to it (core.plain.converters): worked out once, not on every search."""
     message_cols, message_exprs = _columns(Message, MESSAGE_COLUMNS, "m")
     session_cols, session_exprs = _columns(Session, SESSION_COLUMNS, "s")
     channel_cols, channel_exprs = _columns(Channel, CHANNEL_COLUMNS, "c")
@@ -64,7 +65,7 @@ def _reader(db: BaseDatabaseWrapper) -> tuple[str, list[_Converter]]:
     )
     converters: list[_Converter] = []
     for pos, col in enumerate(message_exprs + session_exprs + channel_exprs):
-        convs = db.ops.get_db_converters(col) + col.get_db_converters(db)
+        convs = plain.converters(col, db)
         if convs:
             converters.append((pos, convs, col))
     return sql, converters

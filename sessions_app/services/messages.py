@@ -8,6 +8,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core import plain
 from sessions_app import hooks, tokens
 from sessions_app.models import Message, Session
 from sessions_app.services.errors import InvalidInput, SequenceGap, StateConflict
@@ -137,10 +138,9 @@ def _claim(
 
 
 def _from_db(field, value: Any) -> Any:
-    for convert in connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
-        connection
-    ):
-        value = convert(value, field.cached_col, connection)
+    col = field.get_col(field.model._meta.db_table)
+    for convert in plain.converters(col, connection):
+        value = convert(value, col, connection)
     return value
 
 
