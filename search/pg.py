@@ -127,7 +127,9 @@ FUNCTIONS = [
 ]
 
 # Plans fixed by planner settings, for the statements whose plan is their definition (a walk of
-# the primary key backwards; the trigram index alone), whatever the planner's estimates. Each
+# the primary key backwards, newest first: the trigram route's, a kept query's newer matches,
+# the bounded scan's chunks; the trigram index alone), whatever the planner's estimates --
+# without statistics (a fresh load or a restore, until ANALYZE) it guesses. Each
 # set of settings is a function's SET clauses: the statement, run by the function, is planned
 # under them and they are put back when it returns, error or not -- one round trip, where
 # setting them for a transaction (BEGIN, set, run, set back, COMMIT) took five. Neither in
@@ -135,7 +137,8 @@ FUNCTIONS = [
 QUIET = {"jit": "off", "max_parallel_workers_per_gather": "0"}
 WALK = {"enable_bitmapscan": "off", "enable_sort": "off", **QUIET}
 INDEX = {"enable_indexscan": "off", "enable_seqscan": "off", **QUIET}
-PLANNED = {"hermes_walk_plan": WALK, "hermes_index_plan": INDEX}
+WALK_PLAN, INDEX_PLAN = "hermes_walk_plan", "hermes_index_plan"
+PLANNED = {WALK_PLAN: WALK, INDEX_PLAN: INDEX}
 
 
 def planned_function_statements() -> list[str]:
@@ -152,13 +155,13 @@ def drop_planned_function_statements() -> list[str]:
     return [f"DROP FUNCTION IF EXISTS {name}(text)" for name in PLANNED]
 
 
-def run_planned(cursor, plan: dict[str, str], sql: str, params: list, columns: str) -> list:
-    """The rows of ``sql`` planned under ``plan`` (WALK or INDEX), through its function:
-    ``columns`` are its result's, as SQL declares them (``id bigint, keep boolean``)."""
-    name = next(n for n, settings in PLANNED.items() if settings is plan)
+def run_planned(cursor, function: str, sql: str, params: list, columns: str) -> list:
+    """The rows of ``sql`` planned under one of PLANNED's settings, through its ``function``
+    (WALK_PLAN or INDEX_PLAN): ``columns`` are the result's, as SQL declares them (``id
+    bigint, keep boolean``)."""
     # As the client-side cursor sends it: the parameters quoted into the text.
     statement = connection.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
-    cursor.execute(f"SELECT * FROM {name}(%s) AS t({columns})", [statement])
+    cursor.execute(f"SELECT * FROM {function}(%s) AS t({columns})", [statement])
     return cursor.fetchall()
 
 

@@ -66,21 +66,28 @@ def test_the_answered_calls_of_a_tool_turn_read_the_live_rows_index(session):
 def test_the_scan_walks_the_newest_rows_first_on_postgresql_even_without_statistics(session):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only: SQLite's scan has no other plan to choose")
-    from django.test.utils import CaptureQueriesContext
-
-    from search.backends.common import _newest_first
+    from search import pg
     from search.filters import Filters
     from search.service import search
 
     with connection.cursor() as cursor:  # as after a restore, before any ANALYZE
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
     filters = Filters(channel_id=session.channel_id)
-    with CaptureQueriesContext(connection) as queries:
+    chunks: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        if sql.startswith(f"SELECT * FROM {pg.WALK_PLAN}(") and "m.id >= " in params[0]:  # noqa: S608
+            chunks.append(params[0])  # the chunk's statement, as its function runs it
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
         result = search("::", filters, window=0)
-    assert result.tried[-1] == "scan"
-    chunk = next(q["sql"] for q in queries if "m.id >= " in q["sql"] and "LIKE" in q["sql"])
-    with _newest_first(filters), connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + chunk)
+    assert result.tried[-1] == "scan" and chunks
+    with connection.cursor() as cursor:  # explained by the function, under its settings
+        cursor.execute(
+            f"SELECT * FROM {pg.WALK_PLAN}(%s) AS t(line text)",  # noqa: S608 - our name
+            ["EXPLAIN " + chunks[0]],
+        )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
     assert "Sort" not in plan and "Bitmap" not in plan, plan

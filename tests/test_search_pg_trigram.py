@@ -113,7 +113,7 @@ def _explain(sql: str, params: list, plan: dict[str, str]) -> str:
     return explained
 
 
-def test_each_planned_function_runs_its_statement_under_its_settings_and_puts_them_back(corpus):
+def test_each_planned_function_runs_its_statement_under_its_settings_and_puts_them_back(db):
     from search import pg
 
     with connection.cursor() as cursor:
@@ -126,10 +126,10 @@ def test_each_planned_function_runs_its_statement_under_its_settings_and_puts_th
         shown = "SELECT " + ", ".join(f"current_setting('{n}')" for n in names)
         cursor.execute(shown)
         before = cursor.fetchone()
-        for plan in pg.PLANNED.values():
+        for function, plan in pg.PLANNED.items():
             # The statement sees the settings (planned under them), the session does not after.
             seen = pg.run_planned(
-                cursor, plan, shown, [], ", ".join(f"s{i} text" for i in range(len(names)))
+                cursor, function, shown, [], ", ".join(f"s{i} text" for i in range(len(names)))
             )
             assert dict(zip(names, seen[0], strict=True)) == {
                 n: plan.get(n, was) for n, was in zip(names, before, strict=True)
@@ -152,6 +152,7 @@ def test_the_walk_and_the_index_ranges_keep_their_plans_with_or_without_statisti
 
 
 def _check_plans(needle: str, channel_id: int) -> None:
+    from search import pg
     from search.backends import postgres
     from search.backends.common import INDEXED, filters_sql
     from search.filters import Filters
@@ -169,15 +170,15 @@ def _check_plans(needle: str, channel_id: int) -> None:
     # The walk: the primary key backwards, stopping at the page, never a bitmap or a sort.
     for bounds in ([middle, highest + 1], [lowest, highest + 1]):
         params = [*where_params, *narrowed_params, *bounds, 1000]
-        plan = _explain(walk, params, postgres.WALK)
+        plan = _explain(walk, params, pg.WALK)
         assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
         assert "Sort" not in plan and "Bitmap" not in plan, plan
         # The probe reads the same rows, every channel's match flagged.
-        plan = _explain(probe, [*where_params, *narrowed_params, *bounds], postgres.WALK)
+        plan = _explain(probe, [*where_params, *narrowed_params, *bounds], pg.WALK)
         assert "Index Scan Backward using sessions_app_message_pkey" in plan, plan
         assert "Sort" not in plan and "Bitmap" not in plan, plan
     # Everything below: the trigram index alone, the key not read at all.
-    plan = _explain(rest, [*match_params, *where_params, lowest, middle, 1000], postgres.INDEX)
+    plan = _explain(rest, [*match_params, *where_params, lowest, middle, 1000], pg.INDEX)
     assert "Bitmap Index Scan on search_pg_trigram" in plan, plan
     assert "Seq Scan" not in plan and "sessions_app_message_pkey" not in plan, plan
 

@@ -394,7 +394,7 @@ def pg_restore(path: Path, settings: Mapping, *, force: bool = False) -> Verific
         "pg_restore",
     )
     # A restored database has no planner statistics until ANALYZE; search plans need them
-    # (see search.backends.common._newest_first).
+    # (see search.pg.PLANNED: the plans that do not wait for them).
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     verification.checks.append("ANALYZE: planner statistics gathered")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
+from search import pg
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 
@@ -55,21 +55,15 @@ def filters_sql(filters: Filters) -> tuple[list[str], list]:
     return where, params
 
 
-@contextmanager
-def _newest_first(filters: Filters) -> Iterator[None]:
-    """On PostgreSQL, a chunk of the scan walks the primary key backwards and stops at the
-    page. Without statistics (a fresh load or a restore, until ANALYZE) the planner guesses
-    one match per chunk and reads the whole chunk in a bitmap scan, then sorts it: 90 ms
-    instead of 9 at 100,000 messages. The walk is the scan's definition, so it is not left to
-    that guess. (A session's scan is left to the planner: its rows have their own index.)"""
-    if connection.vendor != "postgresql" or filters.session_id is not None:
-        yield
-        return
-    with transaction.atomic():  # SET LOCAL lasts until the end of this transaction
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_bitmapscan = off")
-            cursor.execute("SET LOCAL enable_sort = off")
-        yield
+def _walk(cursor, sql: str, params: list) -> list:
+    """A chunk of the scan: the primary key backwards, stopping at the page. On PostgreSQL that
+    plan is fixed (search.pg.PLANNED): without statistics the planner guessed one match per
+    chunk and read the whole chunk in a bitmap scan, then sorted it -- 90 ms instead of 9 at
+    100,000 messages."""
+    if connection.vendor == "postgresql":
+        return pg.run_planned(cursor, pg.WALK_PLAN, sql, params, "id bigint")
+    cursor.execute(sql, params)
+    return cursor.fetchall()
 
 
 @dataclass
@@ -102,8 +96,8 @@ def run_scan(
     likes, like_params = like_clauses(needles)
     kind = ROLLED_BACK if rolled_back else INDEXED
     want = offset + limit
-    with _newest_first(filters), connection.cursor() as cursor:
-        if filters.session_id is not None:
+    with connection.cursor() as cursor:
+        if filters.session_id is not None:  # left to the planner: a session's rows are indexed
             sql = (
                 f"SELECT m.id FROM {MESSAGE_TABLE} m WHERE {' AND '.join([kind, *where, *likes])} "
                 "ORDER BY m.id DESC LIMIT %s OFFSET %s"
@@ -125,8 +119,8 @@ def run_scan(
         reached = upper
         while reached > lowest and len(hits) < want:
             lower = max(reached - (filters.scan_rows or 200_000), lowest)
-            cursor.execute(sql, [lower, reached, *params, *like_params, want - len(hits)])
-            hits += [row[0] for row in cursor.fetchall()]
+            chunk = [lower, reached, *params, *like_params, want - len(hits)]
+            hits += [row[0] for row in _walk(cursor, sql, chunk)]
             # A full page may have stopped inside the chunk: everything from its last hit up
             # was read, the rest of the chunk not.
             reached = hits[-1] if len(hits) >= want else lower

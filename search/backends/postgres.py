@@ -68,8 +68,7 @@ PROBE_ROWS = 2_000
 MIN_WALK = 8_000
 WALK_PER_MATCH = 20
 # A walk: the primary key backwards. Through the index: the trigram index's bitmap alone (not
-# ANDed with the key's, which the planner would do or not by its estimates). (search.pg.PLANNED)
-WALK, INDEX = pg.WALK, pg.INDEX
+# ANDed with the key's, which the planner would do or not by its estimates): search.pg.PLANNED.
 
 
 def trigram_statements(
@@ -150,13 +149,13 @@ def _trigram_candidates(
             lower = max(reached - rows, lowest)
             if not read:
                 matches = pg.run_planned(
-                    cursor, WALK, probe, [*where_params, *fragment_params, lower, reached],
+                    cursor, pg.WALK_PLAN, probe, [*where_params, *fragment_params, lower, reached],
                     "id bigint, keep boolean",
                 )  # fmt: skip
                 found = [pk for pk, keep in matches if keep][:want]
             else:
                 walked = pg.run_planned(
-                    cursor, WALK, walk, [*walk_params, lower, reached, want - len(found)],
+                    cursor, pg.WALK_PLAN, walk, [*walk_params, lower, reached, want - len(found)],
                     "id bigint",
                 )  # fmt: skip
                 found += [row[0] for row in walked]
@@ -176,7 +175,11 @@ def _trigram_candidates(
                 rows = int(min(to_walk * 1.25, 4 * read)) + 1
         if reached > lowest and len(found) < want:
             indexed = pg.run_planned(
-                cursor, INDEX, rest, [*params, lowest, reached, want - len(found)], "id bigint"
+                cursor,
+                pg.INDEX_PLAN,
+                rest,
+                [*params, lowest, reached, want - len(found)],
+                "id bigint",
             )
             found += [row[0] for row in indexed]
         return found
@@ -341,7 +344,7 @@ def _over_every_match(
     if best.anything_newer:
         newer = pg.run_planned(
             cursor,
-            WALK,
+            pg.WALK_PLAN,
             f"WITH q AS (SELECT {query} AS query) SELECT m.id, -ts_rank({vector}, q.query) "
             f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
             "ORDER BY m.id DESC LIMIT %s",
