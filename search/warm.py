@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 from django.db import DatabaseError, connection
@@ -30,13 +31,21 @@ logger = logging.getLogger(__name__)
 PREWARM_STEP = 8 << 20  # what one WILLNEED call read ahead at most here (the device's cap)
 
 
-def warm_up(*, close: bool = True) -> None:
+def warm_up(*, close: bool = True) -> threading.Thread | None:
     """Never raises: a database away at start-up leaves the read to the first lookup, as
     before. ``close``: drop the connection it opened (the worker's request threads have their
-    own; this one would sit idle)."""
+    own; this one would sit idle). On SQLite the prewarm runs in a thread of its own, which it
+    returns: the process takes requests meanwhile (the OS queues the reads quickly on a fast
+    disk, but may block a caller on a slow one, and gunicorn replaces a worker that does not
+    report in time)."""
     if connection.vendor == "sqlite":
-        prewarm_file(Path(connection.settings_dict["NAME"]), get_config().server.sqlite_prewarm_mib)
-        return
+        path = Path(connection.settings_dict["NAME"])
+        cap = get_config().server.sqlite_prewarm_mib
+        thread = threading.Thread(
+            target=prewarm_file, args=(path, cap), name="hermes-prewarm", daemon=True
+        )
+        thread.start()
+        return thread
     settings = connection.settings_dict
     try:
         with connection.cursor() as cursor:
@@ -46,6 +55,7 @@ def warm_up(*, close: bool = True) -> None:
     finally:
         if close:
             connection.close()
+    return None
 
 
 def _available_bytes() -> int | None:

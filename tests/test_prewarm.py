@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 
 import pytest
 
@@ -95,7 +96,16 @@ def test_a_warmed_sqlite_process_prewarms_its_database_file(monkeypatch, setting
     if connection.vendor != "sqlite":
         pytest.skip("SQLite only: PostgreSQL keeps its own cache")
     asked = []
-    monkeypatch.setattr(warm, "prewarm_file", lambda path, cap: asked.append((path, cap)))
-    warm.warm_up(close=False)
+    release = threading.Event()
+
+    def prewarm(path, cap):
+        release.wait(10)  # however long the reads take, the start does not wait for them
+        asked.append((path, cap))
+
+    monkeypatch.setattr(warm, "prewarm_file", prewarm)
+    thread = warm.warm_up(close=False)
+    assert thread is not None and thread.daemon and not asked
+    release.set()
+    thread.join(10)
     assert [str(p) for p, _ in asked] == [str(connection.settings_dict["NAME"])]
     assert asked[0][1] == settings.HERMES.server.sqlite_prewarm_mib
