@@ -72,22 +72,12 @@ def child(data: Path, prewarm: bool) -> None:
 
 
 def _build(data: Path, size: int) -> None:
-    from bench import search as corpus
-
-    corpus._setup(data)
-    from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
-    t0 = time.perf_counter()
-    corpus.load(size)
-    corpus._build_indexes(size)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    from bench import search as corpus
+
+    corpus.build_sqlite_corpus(data, size)
     connection.close()
-    mib = (data / "hermes.sqlite3").stat().st_size / 2**20
-    print(f"corpus: {size:,} messages, {mib:,.0f} MiB, built in {time.perf_counter() - t0:.0f} s")
 
 
 def _run_child(data: Path, prewarm: bool) -> dict:

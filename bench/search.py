@@ -730,6 +730,25 @@ def _build_indexes(size: int) -> str:
     return "3 FTS5 indexes and their recent twins"
 
 
+def build_sqlite_corpus(data: Path, size: int) -> None:
+    """This benchmark's corpus of ``size`` messages in a fresh SQLite file in ``data`` (Django
+    set up on it), indexed, analyzed and checkpointed, for the benchmarks that measure on it
+    (bench/prewarm.py, bench/sqlite_cache.py); says how large it came out and how long it took."""
+    _setup(data)
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    t0 = time.perf_counter()
+    load(size)
+    _build_indexes(size)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    mib = (data / "hermes.sqlite3").stat().st_size / 2**20
+    print(f"corpus: {size:,} messages, {mib:,.0f} MiB, built in {time.perf_counter() - t0:.0f} s")
+
+
 def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="hermes-search-bench-") as tmp:
         data = Path(tmp)

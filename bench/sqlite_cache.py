@@ -22,7 +22,6 @@ import argparse
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,22 +75,13 @@ def main() -> None:
         data = Path(tmp)
         from bench import search as corpus
 
-        corpus._setup(data)
-        from django.core.management import call_command
+        corpus.build_sqlite_corpus(data, args.size)
         from django.db import connection
 
         from search import ranked
         from search.warm import prewarm_file
 
-        call_command("migrate", verbosity=0)
-        t0 = time.perf_counter()
-        corpus.load(args.size)
-        corpus._build_indexes(args.size)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         prewarm_file(data / "hermes.sqlite3", 1 << 20)
-        print(f"corpus: {args.size:,} messages, built in {time.perf_counter() - t0:.0f} s")
         writer = sqlite3.connect(data / "hermes.sqlite3", isolation_level=None, timeout=30)
         writer.execute("CREATE TABLE bench_writes (x)")
         facts = [q for kind in corpus.FACTS.values() for _, q in kind]
