@@ -268,6 +268,14 @@ def test_infinite_numbers_and_unknown_time_zones_are_refused(data, key):
     assert key in _error(data)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("sqlite_prewarm_mib", -1), ("sqlite_cache_mib", 1), ("sqlite_mmap_mib", -1)],
+)
+def test_sqlite_memory_settings_out_of_range_are_refused_by_name(key, value):
+    assert f"server.{key}" in _error({"server": {key: value}})
+
+
 def test_a_task_retry_not_above_its_timeout_is_refused():
     message = _error({"server": {"task_timeout_seconds": 300, "task_retry_seconds": 300}})
     assert "task_retry_seconds (300) must exceed task_timeout_seconds (300)" in message
