@@ -87,12 +87,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ContentSecurityPolicy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, users, messages and CSRF: Django's own, skipped on the API, MCP, health checks
+    # and metrics, which use none of them (core.pages_only).
+    "core.pages_only.SessionForPages",
     "core.middleware.ApiBodyLimit",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "core.pages_only.CsrfForPages",
+    "core.pages_only.AuthenticationForPages",
+    "core.pages_only.MessagesForPages",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, so it sees the exceptions of every view (process_exception runs bottom-up).
     "core.middleware.UnexpectedErrors",
