@@ -181,41 +181,76 @@ def test_the_windows_of_a_page_seek_each_hits_position_range(session):
         assert 'position" >= ' in plan.split("Index Cond:")[1].splitlines()[0], plan
 
 
+def _page_function_plans(ids: list[int], around: list[int], slack: int) -> tuple[str, str]:
+    """The plans PostgreSQL's page functions run (search.rows.PAGE_HITS, PAGE_NEARBY; EXPLAIN
+    cannot see into a function): their statements prepared under the functions' settings, so
+    planned generic, as a function's are."""
+    from django.db import transaction
+
+    from search import rows
+
+    hits, nearby = rows.page_statements()
+    plans = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting, value in rows.PAGE_PLAN.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
+        for name, sql, types, values in (
+            ("page_hits_plan", hits, ["bigint[]"], [ids]),
+            ("page_nearby_plan", nearby, ["bigint[]", "integer"], [around, slack]),
+        ):
+            cursor.execute(f"PREPARE {name}({', '.join(types)}) AS {sql}")
+            try:
+                args = ", ".join(f"%s::{t}" for t in types)
+                cursor.execute(f"EXPLAIN EXECUTE {name}({args})", values)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+            finally:
+                cursor.execute(f"DEALLOCATE {name}")  # not undone by a rollback
+        transaction.set_rollback(True)  # the settings with it
+    return plans[0], plans[1]
+
+
 def test_the_hits_of_a_page_are_read_by_their_keys(session):
-    from search.rows import read_hits
+    from search.rows import PAGE_HITS, read_hits
 
     _lengthen(session)
     ids = list(Message.objects.filter(session=session, position__lt=3).values_list("pk", flat=True))
     ((sql, params),) = _statements(lambda: read_hits(ids))
-    plan = _explain(sql, params)
     if connection.vendor == "sqlite":
+        plan = _explain(sql, params)
         assert "SCAN" not in plan and plan.count("SEARCH") == 3, plan
         assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
     else:
+        assert sql == f"SELECT * FROM {PAGE_HITS}(%s::bigint[])" and params == [ids]  # noqa: S608
+        plan, _ = _page_function_plans(ids, ids, 0)
         assert "sessions_app_message_pkey" in plan and "Seq Scan" not in plan, plan
+        # Each hit's session and channel looked up by key, not a join over every session.
+        assert "Hash" not in plan and "sessions_app_session_pkey" in plan, plan
 
 
 def test_a_pages_hits_and_their_windows_rows_are_read_by_key_and_range_seeks(session):
-    from search.rows import read_page
+    from search.rows import PAGE_HITS, PAGE_NEARBY, read_page
 
     _lengthen(session)
     ids = list(Message.objects.filter(session=session, position__lt=3).values_list("pk", flat=True))
     sent = _statements(lambda: read_page(ids, ids[:2], 3))
-    if connection.vendor == "postgresql":  # both in one round trip: explained one by one
+    if connection.vendor == "postgresql":  # one round trip, a function each
         ((sql, params),) = sent
-        hits, rows = sql.split("; ")
-        sent = [(hits, params[: hits.count("%s")]), (rows, params[hits.count("%s") :])]
-    (hits, hits_params), (rows, rows_params) = sent
-    hits_plan, rows_plan = _explain(hits, hits_params), _explain(rows, rows_params)
-    if connection.vendor == "sqlite":
-        assert "SCAN" not in hits_plan + rows_plan, (hits_plan, rows_plan)
-        assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in hits_plan, hits_plan
-        assert (
-            "msg_live_idx (session_id=? AND active=? AND position>? AND position<?)" in rows_plan
-        ), rows_plan
-    else:
+        assert sql == (
+            f"SELECT * FROM {PAGE_HITS}(%s::bigint[]); "  # noqa: S608 - our names
+            f"SELECT * FROM {PAGE_NEARBY}(%s::bigint[], %s)"
+        )
+        assert params == [ids, ids[:2], 3]
+        hits_plan, rows_plan = _page_function_plans(ids, ids[:2], 3)
         assert "sessions_app_message_pkey" in hits_plan and "Seq Scan" not in hits_plan
         assert "msg_live_idx" in rows_plan and "Seq Scan" not in rows_plan, rows_plan
+        return
+    (hits, hits_params), (rows, rows_params) = sent
+    hits_plan, rows_plan = _explain(hits, hits_params), _explain(rows, rows_params)
+    assert "SCAN" not in hits_plan + rows_plan, (hits_plan, rows_plan)
+    assert "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)" in hits_plan, hits_plan
+    assert "msg_live_idx (session_id=? AND active=? AND position>? AND position<?)" in rows_plan, (
+        rows_plan
+    )
 
 
 def _fts_plans(call) -> list[str]:

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from search import fts, pg
+from search import fts, pg, rows
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message
@@ -117,6 +117,7 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
         cursor.execute(f"DROP INDEX {pg.INDEX_NAMES['words']}")
         assert pg.invalid_indexes(cursor) == [pg.INDEX_NAMES["words"]]
         cursor.execute(f"DROP FUNCTION {pg.WALK_PLAN}(text)")  # the substring route's walk
+        cursor.execute(f"DROP FUNCTION {rows.PAGE_HITS}(bigint[])")  # every page's hits
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
     out, err = run("reindex")
     assert "Reindexed 2 messages" in out and "every index valid" in out

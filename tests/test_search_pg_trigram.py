@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from sessions_app import services
 from sessions_app.keys import create_channel
+from sessions_app.models import Message
 
 pytestmark = [
     pytest.mark.postgres,
@@ -303,3 +304,56 @@ def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatc
         assert search("owhere-at-al", filters, window=0).total == 0
     walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
     assert [sql for sql in walks if "hermes_words" not in sql] == [], walks
+
+
+def test_the_page_functions_the_migrations_made_are_the_ones_the_code_makes(db):
+    """A change to the columns a page reads needs a migration that makes the functions again
+    (search.rows.page_function_statements): this fails until it has one."""
+    from django.db import connections
+
+    from search import rows
+
+    def made() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT proname, pg_get_function_arguments(oid), pg_get_function_result(oid),"
+                " prosrc, proconfig FROM pg_proc WHERE proname = ANY(%s) ORDER BY proname",
+                [[rows.PAGE_HITS, rows.PAGE_NEARBY]],
+            )
+            return cursor.fetchall()
+
+    before = made()
+    assert [name for name, *_ in before] == [rows.PAGE_HITS, rows.PAGE_NEARBY]
+    assert all(dict(c.split("=", 1) for c in config) == rows.PAGE_PLAN for *_, config in before)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in rows.page_function_statements(connections["default"]):
+            cursor.execute(statement)  # a changed result type would be refused here
+        assert made() == before
+        transaction.set_rollback(True)
+
+
+def test_a_page_read_through_the_functions_is_the_page_read_by_the_plain_statements(corpus):
+    from search import rows
+    from search.results import window_slack
+
+    ids = list(
+        Message.objects.filter(session__channel=corpus[0])
+        .order_by("-pk")
+        .values_list("pk", flat=True)[:40:2]
+    )
+    read, nearby = rows.read_page([*ids, 10**12], ids, window_slack(2))
+    hits, near = rows.page_statements()
+    with connection.cursor() as cursor:
+        cursor.execute(hits.replace("$1", "%s::bigint[]"), [ids])
+        plain = {row[0]: row for row in cursor.fetchall()}
+        cursor.execute(
+            near.replace("$1", "%s::bigint[]").replace("$2", "%s"),
+            [ids, window_slack(2), window_slack(2)],  # the range's two ends
+        )
+        plain_nearby = sorted(cursor.fetchall())
+    assert sorted(read) == sorted(plain) == sorted(ids)
+    for pk, message in read.items():
+        assert message.content == plain[pk][rows.MESSAGE_COLUMNS.index("content")]
+        assert message.session.channel.pk == corpus[0].pk
+    got = sorted((pk, n.id, n.position, n.content) for pk, rs in nearby.items() for n in rs)
+    assert got == sorted((r[0], r[1], r[2], r[4]) for r in plain_nearby)
