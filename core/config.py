@@ -301,7 +301,9 @@ class ServerConfig(_Block):
     # Scale-out (docs/deployment.md). Empty: SQLite in data_dir and django-q2's ORM broker.
     database_url: str = ""  # postgres://user:password@host:5432/name
     broker_url: str = ""  # redis://host:6379/0
-    db_conn_max_age: Annotated[int, Field(ge=0, le=3600)] = 60
+    # Each thread's connection is opened again after this many seconds of age (not idleness):
+    # the request that reopens it pays for a new connection and a cold cache (docs/deployment.md).
+    db_conn_max_age: Annotated[int, Field(ge=0, le=86400)] = 3600
     # django-q2 gives a task `timeout` seconds and hands it to another worker after `retry`; empty
     # means sized from compression.max_attempts and the model ceiling. retry must exceed timeout.
     task_timeout_seconds: Annotated[int, Field(ge=10)] | None = None

@@ -317,9 +317,6 @@ def create_statements(cursor) -> Iterator[str]:
         f"USING gin (hermes_tool_text(tool_calls) gin_trgm_ops) WHERE {INDEXED}"
     )
     yield from planned_function_statements()
-    from search import rows  # the page's functions read the models' columns
-
-    yield from rows.page_function_statements(connection)
 
 
 def drop_statements() -> Iterator[str]:
@@ -333,9 +330,6 @@ def drop_statements() -> Iterator[str]:
     yield "DROP FUNCTION IF EXISTS hermes_search_text"
     yield "DROP FUNCTION IF EXISTS hermes_tool_text"
     yield from drop_planned_function_statements()
-    from search import rows
-
-    yield from rows.drop_page_function_statements()
 
 
 def install(cursor) -> None:

@@ -418,7 +418,7 @@ def test_a_served_process_keeps_its_database_connection_on_sqlite_as_on_postgres
             check=True,
         ).stdout.strip()
 
-    assert kept("") == "60 True"
+    assert kept("") == "3600 True"
     assert kept("  db_conn_max_age: 0\n") == "0 True"
     assert kept("  db_conn_max_age: 5\n", HERMES_DATABASE_URL="postgres://u@h:5432/m") == "5 True"
 

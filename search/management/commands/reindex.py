@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
-from search import fts, pg, ranked
+from search import fts, pg, ranked, rows
 from sessions_app.analyze import analyze
 
 
@@ -59,6 +59,8 @@ class Command(BaseCommand):
         # table writable meanwhile (it cannot run inside a transaction block).
         with connection.cursor() as cursor:
             pg.install(cursor)  # recreate whatever is missing (functions, extensions, indexes)
+            for statement in rows.page_function_statements(cursor.db):  # a page's reads
+                cursor.execute(statement)
             names = list(pg.INDEX_NAMES.values())
             for name in tqdm(names, unit="index", desc="reindex", file=self.stderr):
                 cursor.execute(f"REINDEX INDEX CONCURRENTLY {name}")
