@@ -96,9 +96,10 @@ def _nearby_statement(ids: str, slack: str) -> str:
 # run, and for a page of 20 its planner, with the sessions table's statistics, chose a hash join
 # over every session (0.45 ms at 2,000 sessions) where looking each hit's session up takes
 # 0.02: at 1,000,000 messages a page of one hit read in 0.28 ms instead of 0.57, of 20 in 0.72
-# instead of 1.45 (p50, through this module's cursor). The plan is fixed as the trigram route's are (search.pg.PLANNED): a generic
-# one, of key and range seeks, whatever the statistics say or lack. A change to the columns
-# read needs a migration that runs page_function_statements() again (reindex does too).
+# instead of 1.45 (p50, through this module's cursor). The plan is fixed as the trigram route's
+# are (search.pg.PLANNED): a generic one, of key and range seeks, whatever the statistics say or
+# lack. A change to the columns read needs a migration that runs page_function_statements()
+# again (reindex does too).
 PAGE_HITS, PAGE_NEARBY = "hermes_page_hits", "hermes_page_nearby"
 PAGE_PLAN = {
     "plan_cache_mode": "force_generic_plan",

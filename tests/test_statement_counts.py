@@ -65,9 +65,14 @@ def _searchable(turns: int, name: str):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", sorted(QUERIES))
-def test_a_first_lookup_sends_as_many_statements_whatever_the_history(kind):
+def test_a_first_lookup_sends_as_many_statements_whatever_the_history(kind, monkeypatch):
     """The full answer of a query never asked before (lookup, ranking, excerpts, windows of 2,
     the channel filter): the same statements for a session of 16 rows and one of 1,000."""
+    from search.backends import postgres
+
+    # PostgreSQL's trigram route walks the newest rows in steps, as many as the matches'
+    # density asks for (its own tests): here its first step, the probe, holds either history.
+    monkeypatch.setattr(postgres, "PROBE_ROWS", 2_000)
     counts = []
     for turns in (3, 250):
         session = _searchable(turns, f"first-{kind}-{turns}")
