@@ -19,9 +19,11 @@ from django.contrib.sessions.middleware import SessionMiddleware
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
+from core.middleware import API_PREFIX
+
 # Paths no person's browser session reaches: the API (its docs page included: it reads no
 # session either), the MCP endpoint, the health checks and the metrics.
-MACHINE_PREFIXES = ("/api/", "/mcp", "/healthz", "/readyz", "/metrics")
+MACHINE_PREFIXES = (API_PREFIX, "/mcp", "/healthz", "/readyz", "/metrics")
 
 
 def for_machines(request: HttpRequest) -> bool:

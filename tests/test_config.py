@@ -270,9 +270,15 @@ def test_infinite_numbers_and_unknown_time_zones_are_refused(data, key):
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("sqlite_prewarm_mib", -1), ("sqlite_cache_mib", 1), ("sqlite_mmap_mib", -1)],
+    [
+        ("sqlite_prewarm_mib", -1),
+        ("sqlite_cache_mib", 1),
+        ("sqlite_mmap_mib", -1),
+        ("db_conn_max_age", -1),
+        ("db_conn_max_age", 86_401),
+    ],
 )
-def test_sqlite_memory_settings_out_of_range_are_refused_by_name(key, value):
+def test_sqlite_memory_and_connection_settings_out_of_range_are_refused_by_name(key, value):
     assert f"server.{key}" in _error({"server": {key: value}})
 
 

@@ -46,6 +46,20 @@ def test_a_page_request_still_gets_its_session_user_messages_and_csrf_token(path
     assert _seen(path) == {"session", "user", "_messages", "csrf"}
 
 
+@pytest.mark.parametrize(("path", "refused"), [("/api/v1/sessions", False), ("/console/", True)])
+def test_the_csrf_check_django_runs_for_every_view_is_skipped_on_machine_paths_only(path, refused):
+    """Django calls each middleware's process_view itself, whatever its __call__ did: a POST
+    without a token to a view not marked exempt is refused on a page, let through on the API
+    (whose key is its credential)."""
+
+    def view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse("ok")
+
+    request = RequestFactory().post(path, {})
+    answer = CsrfForPages(view).process_view(request, view, (), {})
+    assert (answer is not None and answer.status_code == 403) is refused
+
+
 def test_a_page_form_posted_without_its_csrf_token_is_still_refused(db):
     client = Client(enforce_csrf_checks=True)
     response = client.post("/admin/login/", {"username": "a", "password": "b"})
