@@ -152,6 +152,8 @@ if DATABASE_URL:
             "server.database_url: only PostgreSQL (postgres://) and SQLite (sqlite:///) are "
             "supported"
         )
+    # Django's backend, its health check reading the socket instead of a round trip.
+    DATABASES["default"]["ENGINE"] = "core.postgresql_backend"
 else:
     DATABASES = {
         "default": {

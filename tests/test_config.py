@@ -355,7 +355,7 @@ def test_the_environment_chooses_the_database_and_broker(tmp_path):
             HERMES_DATABASE_URL="postgres://u:p@db.example:5433/mem",
             HERMES_BROKER_URL="redis://cache.example:6379/2",
         )
-        == "django.db.backends.postgresql mem redis://cache.example:6379/2 None"
+        == "core.postgresql_backend mem redis://cache.example:6379/2 None"
     )
     assert settings_with(HERMES_DATABASE_URL=f"sqlite:///{tmp_path}/other.sqlite3") == (
         f"core.sqlite_backend {tmp_path}/other.sqlite3 None default"
