@@ -156,12 +156,7 @@ def lookup(
             f"SELECT * FROM {HEAD_FUNCTION}(%s, %s, %s, %s)",
             [index, expression, scope(channel_id), first],
         )
-        rows = cursor.fetchall()
-        if not rows:
-            return None
-        head = tuple((row[6], float(row[7])) for row in rows if row[6] is not None)
-        entry, upto, matched, floor, floor_id, newest = rows[0][:6]
-        return Best(entry, upto, matched, floor, floor_id, newest, head=head)
+        return _from_head(cursor.fetchall())
     cursor.execute(
         f"SELECT id, upto, matched, floor, floor_id, (SELECT max(id) FROM {MESSAGE_TABLE}) "
         f"FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s",
@@ -169,6 +164,46 @@ def lookup(
     )
     row = cursor.fetchone()
     return Best(*row) if row else None
+
+
+def lookup_beside(
+    cursor,
+    index: str,
+    expression: str,
+    channel_id: int | None,
+    first: int,
+    sql: str,
+    params: Sequence,
+) -> tuple[Best | None, list[tuple]]:
+    """``lookup`` with ``first`` on PostgreSQL, and ``sql`` (what the route reads next whether
+    or not the query is kept) in the same round trip: the entry and ``sql``'s rows. Each
+    statement sees the rows committed when it starts, as two round trips would."""
+    if not enabled():
+        cursor.execute(sql, params)
+        return None, cursor.fetchall()
+    cursor.execute(
+        f"SELECT * FROM {HEAD_FUNCTION}(%s, %s, %s, %s); {sql}",
+        [index, expression, scope(channel_id), first, *params],
+    )
+    best = _from_head(cursor.fetchall())
+    cursor.nextset()
+    return best, cursor.fetchall()
+
+
+def kept_clause(index: str, expression: str, channel_id: int | None) -> tuple[str, list]:
+    """SQL true where the query has an entry (``lookup`` would find one) and its parameters."""
+    return (
+        f"EXISTS (SELECT 1 FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s)",
+        [index, expression, scope(channel_id)],
+    )
+
+
+def _from_head(rows: list[tuple]) -> Best | None:
+    if not rows:
+        return None
+    head = tuple((row[6], float(row[7])) for row in rows if row[6] is not None)
+    entry, upto, matched, floor, floor_id, newest = rows[0][:6]
+    return Best(entry, upto, matched, floor, floor_id, newest, head=head)
 
 
 def kept(

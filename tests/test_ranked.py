@@ -76,12 +76,83 @@ def test_with_nothing_newer_than_the_kept_rows_a_lookup_walks_no_matches(db):
     with CaptureQueriesContext(connection) as queries:
         answer = search("alpha", filters, limit=5)
     assert answer.hits[0].message.pk == old.pk and answer.total_exact
-    assert not [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
+    assert not _walks(queries)
     # Another session's message, in another channel, is newer than the refresh: now there is.
     services.append_messages(_conversation("ranked-elsewhere", newer=1)[1], [_said(2)])
     with CaptureQueriesContext(connection) as queries:
         assert search("alpha", filters, limit=5).total == 151
-    assert [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
+    assert _walks(queries)
+
+
+def _walks(queries) -> list[str]:
+    """The statements that read matches newest first. On PostgreSQL a lookup's round trip
+    carries the window's first page, which reads nothing for a query with an entry
+    (search.ranked.lookup_beside): that one counts only if its plan ran a scan of the
+    messages."""
+    return [
+        q["sql"]
+        for q in queries
+        if "DESC LIMIT" in q["sql"]
+        and ("NOT (SELECT kept FROM kept)" not in q["sql"] or _scanned(q["sql"]))
+    ]
+
+
+def _scanned(sql: str) -> bool:
+    """Whether ``sql``'s last statement, run again under EXPLAIN ANALYZE, read the messages."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql[sql.index("; WITH ") + 2 :])
+        plan = cursor.fetchone()[0]
+
+    def ran(node: dict) -> bool:
+        if node.get("Relation Name") == "sessions_app_message" and node.get("Actual Loops"):
+            return True
+        return any(ran(child) for child in node.get("Plans", []))
+
+    return ran(plan[0]["Plan"])
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's lookup is in process"
+)
+def test_on_postgresql_a_first_lookup_matches_in_the_round_trip_that_finds_no_entry(db):
+    channel, _, _ = _conversation("ranked-beside", newer=5)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    with CaptureQueriesContext(connection) as queries:
+        first = search("alpha", filters, limit=5)
+    assert first.total == 6 and first.index == "words"
+    (beside,) = [q["sql"] for q in queries if ranked.HEAD_FUNCTION in q["sql"]]
+    assert "ts_rank" in beside and _scanned(beside)  # the window ran, in the same trip
+    assert len(_walks(queries)) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's lookup is in process"
+)
+def test_on_postgresql_an_entry_kept_between_the_lookup_and_the_match_is_looked_up_again(
+    db, monkeypatch
+):
+    """The two statements of a round trip see what was committed as each starts: the worker
+    may keep the query in between. The window then reads nothing and says so, and the entry is
+    read again rather than the answer being taken for "no match"."""
+    channel, _, old = _conversation("ranked-between")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    search("alpha", filters, limit=5)  # the refresh: the entry
+    real = ranked._from_head
+    seen: list[bool] = []
+
+    def as_if_not_yet_kept(rows):  # the lookup's statement ran before the entry's commit
+        if not seen:
+            seen.append(True)
+            return None
+        return real(rows)
+
+    monkeypatch.setattr(ranked, "_from_head", as_if_not_yet_kept)
+    again = search("alpha", filters, limit=5)
+    assert seen  # the race was played
+    assert again.hits[0].message.pk == old.pk
+    assert (again.total, again.total_exact, again.ranked_within) == (151, True, None)
 
 
 @pytest.mark.postgres
@@ -99,7 +170,7 @@ def test_on_postgresql_a_slow_query_that_matches_nothing_is_kept_and_then_reads_
     with CaptureQueriesContext(connection) as queries:
         again = search('"alpha omega"', filters)
     assert (again.total, again.hits, again.index) == (0, [], None)
-    assert not [q["sql"] for q in queries if "DESC LIMIT" in q["sql"]]
+    assert not _walks(queries)
 
 
 def test_the_lower_bar_for_an_empty_answer_does_not_keep_a_query_that_found_something(
@@ -222,7 +293,15 @@ def test_a_slow_query_that_fills_no_window_is_kept_too_and_then_reads_only_newer
     read = [
         (params[0], []) if sql.startswith(_PLANNED_CALL) else (sql, params) for sql, params in read
     ]
-    walks = [(sql, params) for sql, params in read if "DESC LIMIT" in sql]
+    walks = [
+        (sql, params)
+        for sql, params in read
+        if "DESC LIMIT" in sql
+        and (
+            "NOT (SELECT kept FROM kept)" not in sql
+            or _scanned(connection.ops.compose_sql(sql, params))  # type: ignore[attr-defined]
+        )
+    ]
     assert walks, read
     for sql, params in walks:
         if connection.vendor == "sqlite":

@@ -72,6 +72,7 @@ def _tsquery(route: Route) -> tuple[str, list]:
 # 2.91 with 1,000, 2.55 with 500 (`fact_mixed`; `fact_substring` 3.96, 3.62, 3.50); the common
 # fragments' the same with each (means 17.2-17.7 ms and 67-68 ms).
 PROBE_ROWS = 500
+BOUNDS = f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}"  # where the walks start and end
 MIN_WALK = 8_000
 WALK_PER_MATCH = 20
 # A walk: the primary key backwards. Through the index: the trigram index's bitmap alone (not
@@ -110,6 +111,7 @@ def _trigram_candidates(
     want: int | None = None,
     above: int = 0,
     below: int | None = None,
+    bounds: tuple[int | None, int | None] | None = None,
 ) -> list[int]:
     """The newest ``want`` (``rank_window``) matching rows with ids between ``above`` and
     ``below`` (both left out; ``below``: the filters' ``before_id``, or none), newest first.
@@ -143,8 +145,10 @@ def _trigram_candidates(
         if filters.session_id is not None:
             cursor.execute(whole, [*params, want])
             return [row[0] for row in cursor.fetchall()]
-        cursor.execute(f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}")
-        lowest, highest = cursor.fetchone()
+        if bounds is None:
+            cursor.execute(BOUNDS)
+            bounds = cursor.fetchone()
+        lowest, highest = bounds
         if lowest is None or highest is None:  # no rows (min and max are null together)
             return []
         lowest = max(lowest, above + 1)
@@ -202,18 +206,29 @@ def _run_trigram(
     started = time.perf_counter()
     others = filters_sql(replace(filters, channel_id=None))
     best = None
+    bounds = None
     if not route.like and not others[0]:
         with connection.cursor() as cursor:
-            best = ranked.lookup(
-                cursor, route.index, route.expression, filters.channel_id, offset + limit
-            )
+            if filters.session_id is None:  # the walks' bounds come along (one round trip)
+                best, (bounds,) = ranked.lookup_beside(
+                    cursor, route.index, route.expression, filters.channel_id, offset + limit,
+                    BOUNDS, [],
+                )  # fmt: skip
+            else:
+                best = ranked.lookup(
+                    cursor, route.index, route.expression, filters.channel_id, offset + limit
+                )
         if (
             best is not None
-            and (answer := _trigram_over_kept(route, filters, where, params, best, limit, offset))
+            and (
+                answer := _trigram_over_kept(
+                    route, filters, where, params, best, limit, offset, bounds
+                )
+            )
             is not None
         ):
             return answer
-    candidates = _trigram_candidates(route, filters, where, params)
+    candidates = _trigram_candidates(route, filters, where, params, bounds=bounds)
     capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
     slow = took > (ranked.SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
@@ -234,13 +249,14 @@ def _trigram_over_kept(
     best: ranked.Best,
     limit: int,
     offset: int,
+    bounds: tuple[int | None, int | None] | None = None,
 ) -> tuple[list[tuple[int, float | None]], bool, int, bool] | None:
     """The kept newest rows (scored minus their id, so that the shared merge orders them
     newest first), the matches newer than them, and below them a walk for a page past them.
     None, and a refresh asked for, when the newer matches fill a window."""
     newer: list[int] = []
     if best.anything_newer:
-        newer = _trigram_candidates(route, filters, where, params, above=best.upto)
+        newer = _trigram_candidates(route, filters, where, params, above=best.upto, bounds=bounds)
     if len(newer) * ranked.REFRESH_SHARE >= filters.rank_window_size:
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
     if len(newer) >= filters.rank_window_size:
@@ -248,7 +264,9 @@ def _trigram_over_kept(
     kept = list(best.head or ())  # read with the entry
 
     def older(n: int) -> list[tuple[int, float]]:
-        below = _trigram_candidates(route, filters, where, params, want=n, below=best.floor_id)
+        below = _trigram_candidates(
+            route, filters, where, params, want=n, below=best.floor_id, bounds=bounds
+        )
         return [(pk, -float(pk)) for pk in below]
 
     fresh = [(pk, -float(pk)) for pk in newer]
@@ -272,18 +290,31 @@ def run_fts(
     query, query_params = _tsquery(route)
     vector = pg.vector(route.index)
     clauses = [INDEXED, f"{vector} @@ q.query", *where]
-    sql = (
-        f"WITH q AS (SELECT {query} AS query), "
+    window = (
         f"candidates AS (SELECT m.id, ts_rank({vector}, q.query) AS rank "
-        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
+        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)}<unless> "
         "ORDER BY m.id DESC LIMIT %s) "
+    )
+    ranking = (
         "SELECT id, -rank, (SELECT count(*) FROM candidates) FROM candidates "
         "ORDER BY rank DESC, id ASC LIMIT %s OFFSET %s"
     )
+    sql = f"WITH q AS (SELECT {query} AS query), " + window.replace("<unless>", "") + ranking
 
     def window_ranked(n: int, skip: int = 0) -> list[tuple]:
         cursor.execute(sql, [*query_params, *params, filters.rank_window_size, n, skip])
         return cursor.fetchall()
+
+    def unless_kept() -> tuple[str, list]:
+        """The first page of the window, which reads nothing if the query has an entry (the
+        window is a kept query's costly part), with a last row of nulls if it had one."""
+        kept, kept_params = ranked.kept_clause(route.index, route.expression, filters.channel_id)
+        return (
+            f"WITH q AS (SELECT {query} AS query), kept AS (SELECT {kept} AS kept), "
+            + window.replace("<unless>", " AND NOT (SELECT kept FROM kept)")
+            + f"({ranking}) UNION ALL SELECT NULL, NULL, NULL FROM kept WHERE kept ORDER BY 2, 1",
+            [*query_params, *kept_params, *params, filters.rank_window_size, limit, offset],
+        )
 
     started = time.perf_counter()
     with connection.cursor() as cursor:
@@ -293,7 +324,21 @@ def run_fts(
         others = filters_sql(replace(filters, channel_id=None))
         # With the scope alone, the kept rows a page needs come with the entry.
         first = None if others[0] else offset + limit
-        best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id, first)
+        rows: list[tuple] | None = None
+        if first is None or not ranked.enabled():
+            best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id, first)
+        else:
+            # The entry and, for a query without one, its page: one round trip.
+            best, ranked_rows = ranked.lookup_beside(
+                cursor, route.index, route.expression, filters.channel_id, first, *unless_kept()
+            )
+            if best is None and ranked_rows and ranked_rows[-1][0] is None:
+                # The worker kept the query between the two statements: its entry, then.
+                best = ranked.lookup(
+                    cursor, route.index, route.expression, filters.channel_id, first
+                )
+            elif best is None:
+                rows = ranked_rows
 
         def over_every_match(best: ranked.Best) -> tuple | None:
             return _over_every_match(
@@ -303,7 +348,8 @@ def run_fts(
 
         if best is not None and not others[0] and (answer := over_every_match(best)) is not None:
             return answer
-        rows = window_ranked(limit, offset)
+        if rows is None:
+            rows = window_ranked(limit, offset)
         if not rows and offset:
             # A page past the end: the count still says how many there are.
             top = window_ranked(1)
