@@ -5,6 +5,7 @@ parts of an answer's time, PostgreSQL beside SQLite, and the HTTP path beside th
     .venv/bin/python bench/search.py --sizes 100000     # one size
     .venv/bin/python bench/search.py --backend sqlite   # or postgres; default: both
     .venv/bin/python bench/search.py --http             # also through GET /api/v1/search
+    .venv/bin/python bench/search.py --backend postgres --pg-delay-ms 0.1  # a database away
 
 For each size and backend, in a fresh SQLite file or a fresh PostgreSQL database with the
 service's settings: load a deterministic corpus (mixed English, Chinese, code and tool output; 1
@@ -778,15 +779,14 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
                     "DELETE FROM pg_statistic WHERE starelid IN ('sessions_app_message'::regclass,"
                     " 'sessions_app_session'::regclass, 'sessions_app_channel'::regclass)"
                 )
-            os.sync()  # as below
+            _settle()
             measured["fresh"] = measure(repeat, parts)
             planted["fresh"] = planted_first()
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
         size_after = _database_mib(data)
-        # The build left hundreds of MiB of dirty pages: write them out first, so the disk's
-        # writeback does not run during the timed queries.
-        os.sync()
+        trip = _round_trip_ms()
+        _settle()
         measured["analyzed"] = measure(repeat, parts)
         planted["analyzed"] = planted_first()
         over_http = None
@@ -802,6 +802,7 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
             with connection.cursor() as cursor:  # every lookup a first one again
                 ranked.clear(cursor)
             OrmQ.objects.all().delete()  # the refreshes asked above, which no worker ran
+            _settle()
             connection.close()
             with Service(data) as service:
                 over_http = measure_http(service.base, key, repeat)
@@ -814,6 +815,7 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
     print(
         f"corpus load {load_s:.1f} s · index build ({built}) {build_s:.1f} s · "
         f"database {size_before:,.0f} MiB before indexes, {size_after:,.0f} MiB after"
+        + (f" · a round trip to it {trip:.3f} ms (p50)" if backend == "postgresql" else "")
     )
     scan = "ILIKE" if backend == "postgresql" else "LIKE"
     for state, kinds in measured.items():
@@ -839,6 +841,33 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
                 for kind, m in over_http.items()
             }
         results.write_text(json.dumps({"backend": backend, "size": size, **summary}))
+
+
+def _settle() -> None:
+    """Before a timed phase: the load and the index build left hundreds of MiB of dirty pages,
+    written out now so that no writeback runs during the timed queries -- the OS's, and on
+    PostgreSQL its checkpoint's (spread over minutes after a build, it would otherwise run
+    beside the first phase)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    os.sync()
+
+
+def _round_trip_ms() -> float:
+    """The database's round trip for a statement that does nothing, p50 of 200."""
+    from django.db import connection
+
+    samples = []
+    with connection.cursor() as cursor:
+        for _ in range(200):
+            t0 = time.perf_counter()
+            cursor.execute("SELECT 1")
+            cursor.fetchall()
+            samples.append(time.perf_counter() - t0)
+    return percentile(samples, 0.5) * 1000
 
 
 def _ms(samples: list[float], q: float) -> float:
@@ -954,8 +983,12 @@ def _http_table(over_http: dict, in_process: dict) -> None:
 POSTGRES = os.environ.get("HERMES_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/hermes")
 
 
-def _one(size: int, repeat: int, backend: str, http: bool, results: Path) -> None:
-    """One size on one backend, in its own process (Django is set up once per process)."""
+def _one(
+    size: int, repeat: int, backend: str, http: bool, results: Path, pg_delay_ms: float = 0
+) -> None:
+    """One size on one backend, in its own process (Django is set up once per process); with
+    ``pg_delay_ms``, PostgreSQL through bench/_delay_proxy (the database as if on another
+    host)."""
     env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
     args = [sys.executable, __file__, "--sizes", str(size), "--repeat", str(repeat)]
     args += ["--child-results", str(results)] + (["--http"] if http else [])
@@ -964,7 +997,37 @@ def _one(size: int, repeat: int, backend: str, http: bool, results: Path) -> Non
         return
     from _timing import run_on_scratch_postgres
 
-    run_on_scratch_postgres(args, env, POSTGRES, "hermes_search_bench")
+    if not pg_delay_ms:
+        run_on_scratch_postgres(args, env, POSTGRES, "hermes_search_bench")
+        return
+    from urllib.parse import urlsplit
+
+    where = urlsplit(POSTGRES)
+    if where.hostname not in ("127.0.0.1", "localhost"):
+        raise SystemExit(f"--pg-delay-ms proxies a PostgreSQL on loopback, not {POSTGRES}")
+    port, target = free_port(), where.port or 5432
+    delay = str(pg_delay_ms / 1000)
+    proxy = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "_delay_proxy.py"), str(port), str(target), delay]
+    )
+    try:
+        import socket
+
+        deadline = time.monotonic() + 10
+        while True:  # until it listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        host = where.netloc.rsplit(":", 1)[0] if where.port else where.netloc
+        proxied = where._replace(netloc=f"{host}:{port}").geturl()
+        run_on_scratch_postgres(args, env, proxied, "hermes_search_bench")
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
 
 
 def _backends_table(found: list[dict]) -> None:
@@ -1004,6 +1067,13 @@ def main() -> None:
         action="store_true",
         help="also through GET /api/v1/search of the service (manage.py serve) on the corpus",
     )
+    parser.add_argument(
+        "--pg-delay-ms",
+        type=float,
+        default=0,
+        help="PostgreSQL through a proxy holding each chunk this long each way (the database "
+        "on another host; the run prints the round trip it got)",
+    )
     parser.add_argument("--child-results", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_results:  # a child: one size, on the backend its environment names
@@ -1027,7 +1097,7 @@ def main() -> None:
             for backend in backends:
                 sys.stdout.flush()
                 results = Path(tmp) / f"{size}-{backend}.json"
-                _one(size, args.repeat, backend, args.http, results)
+                _one(size, args.repeat, backend, args.http, results, args.pg_delay_ms)
                 found.append(json.loads(results.read_text()))
     _backends_table(found)
 
