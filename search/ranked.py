@@ -86,9 +86,12 @@ DROP_STATEMENTS = [f"DROP TABLE IF EXISTS {ROWS}", f"DROP TABLE IF EXISTS {TERMS
 # planning; the call 0.09 ms). Its last statement is ``kept``'s, limited to the page; a row
 # without a message is the entry alone.
 HEAD_FUNCTION = "hermes_ranked_head"
-CREATE_HEAD_FUNCTION = f"""
-CREATE OR REPLACE FUNCTION {HEAD_FUNCTION}(
-    p_idx varchar, p_expression text, p_channel bigint, p_first integer
+
+
+def _head_function(name: str, more: str = "", when_none: str = "") -> str:
+    return f"""
+CREATE OR REPLACE FUNCTION {name}(
+    p_idx varchar, p_expression text, p_channel bigint, p_first integer{more}
 ) RETURNS TABLE (
     h_query bigint, h_upto bigint, h_matched bigint, h_floor double precision,
     h_floor_id bigint, h_newest bigint, h_message bigint, h_score double precision
@@ -99,7 +102,7 @@ DECLARE
 BEGIN
     SELECT q.id, q.upto, q.matched, q.floor, q.floor_id INTO t FROM {TERMS} q
         WHERE q.idx = p_idx AND q.expression = p_expression AND q.channel_id = p_channel;
-    IF NOT FOUND THEN
+    IF NOT FOUND THEN{when_none}
         RETURN;
     END IF;
     SELECT max(m.id) INTO n FROM {MESSAGE_TABLE} m;
@@ -113,7 +116,28 @@ BEGIN
     END IF;
 END
 $$"""
+
+
+CREATE_HEAD_FUNCTION = _head_function(HEAD_FUNCTION)
 DROP_HEAD_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_FUNCTION}(varchar, text, bigint, integer)"
+
+# A query's first lookup on PostgreSQL: its entry, as HEAD_FUNCTION reads it, or, when it has
+# none, the route's first statement, which the function then runs -- one round trip, in one
+# snapshot, and the statement planned (EXECUTE: for its own words) only when it runs. Its rows,
+# ``(id, score, count)``, come as ``(NULL, NULL, count, NULL, NULL, NULL, id, score)``; the score
+# goes through text so that it is the value the statement's ``real`` would have given.
+HEAD_OR_FUNCTION = "hermes_ranked_head_or"
+CREATE_HEAD_OR_FUNCTION = _head_function(
+    HEAD_OR_FUNCTION,
+    ", p_statement text",
+    """
+        RETURN QUERY EXECUTE 'SELECT NULL::bigint, NULL::bigint, s.n::bigint, '
+            'NULL::double precision, NULL::bigint, NULL::bigint, s.id::bigint, '
+            's.score::text::double precision FROM (' || p_statement || ') AS s(id, score, n)';""",
+)
+DROP_HEAD_OR_FUNCTION = (
+    f"DROP FUNCTION IF EXISTS {HEAD_OR_FUNCTION}(varchar, text, bigint, integer, text)"
+)
 
 
 @dataclass(frozen=True)
@@ -176,8 +200,7 @@ def lookup_beside(
     params: Sequence,
 ) -> tuple[Best | None, list[tuple]]:
     """``lookup`` with ``first`` on PostgreSQL, and ``sql`` (what the route reads next whether
-    or not the query is kept) in the same round trip: the entry and ``sql``'s rows. Each
-    statement sees the rows committed when it starts, as two round trips would."""
+    or not the query is kept) in the same round trip: the entry and ``sql``'s rows."""
     if not enabled():
         cursor.execute(sql, params)
         return None, cursor.fetchall()
@@ -190,12 +213,23 @@ def lookup_beside(
     return best, cursor.fetchall()
 
 
-def kept_clause(index: str, expression: str, channel_id: int | None) -> tuple[str, list]:
-    """SQL true where the query has an entry (``lookup`` would find one) and its parameters."""
-    return (
-        f"EXISTS (SELECT 1 FROM {TERMS} WHERE idx = %s AND expression = %s AND channel_id = %s)",
-        [index, expression, scope(channel_id)],
+def lookup_or(
+    cursor, index: str, expression: str, channel_id: int | None, first: int, statement: str
+) -> tuple[Best | None, list[tuple] | None]:
+    """``lookup`` with ``first`` on PostgreSQL; for a query without an entry, the rows of
+    ``statement`` instead (``(id, score, count)``; a complete statement, its values in its
+    text), run in the same call: (the entry, None) or (None, the rows, in no order)."""
+    if not enabled():
+        cursor.execute(statement)
+        return None, cursor.fetchall()
+    cursor.execute(
+        f"SELECT * FROM {HEAD_OR_FUNCTION}(%s, %s, %s, %s, %s)",
+        [index, expression, scope(channel_id), first, statement],
     )
+    rows = cursor.fetchall()
+    if rows and rows[0][0] is not None:
+        return _from_head(rows), None
+    return None, [(row[6], row[7], row[2]) for row in rows]
 
 
 def _from_head(rows: list[tuple]) -> Best | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,74 +85,53 @@ def test_with_nothing_newer_than_the_kept_rows_a_lookup_walks_no_matches(db):
 
 
 def _walks(queries) -> list[str]:
-    """The statements that read matches newest first. On PostgreSQL a lookup's round trip
-    carries the window's first page, which reads nothing for a query with an entry
-    (search.ranked.lookup_beside): that one counts only if its plan ran a scan of the
-    messages."""
+    """The statements that read matches newest first. On PostgreSQL a first lookup's call
+    carries the window's first page, which the function runs only for a query without an entry
+    (search.ranked.HEAD_OR_FUNCTION, tested below): not a walk of a kept query."""
     return [
         q["sql"]
         for q in queries
-        if "DESC LIMIT" in q["sql"]
-        and ("NOT (SELECT kept FROM kept)" not in q["sql"] or _scanned(q["sql"]))
+        if "DESC LIMIT" in q["sql"] and ranked.HEAD_OR_FUNCTION not in q["sql"]
     ]
 
 
-def _scanned(sql: str) -> bool:
-    """Whether ``sql``'s last statement, run again under EXPLAIN ANALYZE, read the messages."""
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql[sql.index("; WITH ") + 2 :])
-        plan = cursor.fetchone()[0]
-
-    def ran(node: dict) -> bool:
-        if node.get("Relation Name") == "sessions_app_message" and node.get("Actual Loops"):
-            return True
-        return any(ran(child) for child in node.get("Plans", []))
-
-    return ran(plan[0]["Plan"])
-
-
 @pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's lookup is in process"
 )
-def test_on_postgresql_a_first_lookup_matches_in_the_round_trip_that_finds_no_entry(db):
-    channel, _, _ = _conversation("ranked-beside", newer=5)
-    filters = Filters(rank_window=100, channel_id=channel.pk)
+def test_on_postgresql_a_first_lookup_matches_in_the_call_that_finds_no_entry(db):
+    channel, session, _ = _conversation("ranked-beside", newer=5)
     with CaptureQueriesContext(connection) as queries:
-        first = search("alpha", filters, limit=5)
+        first = search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
     assert first.total == 6 and first.index == "words"
-    (beside,) = [q["sql"] for q in queries if ranked.HEAD_FUNCTION in q["sql"]]
-    assert "ts_rank" in beside and _scanned(beside)  # the window ran, in the same trip
-    assert len(_walks(queries)) == 1
+    (call,) = [q["sql"] for q in queries if ranked.HEAD_OR_FUNCTION in q["sql"]]
+    assert "ts_rank" in call
+    assert not _walks(queries)  # nothing read the window again
+    # The same page, in the same order, as the window read by itself (a session filter).
+    alone = search("alpha", Filters(rank_window=100, session_id=session.pk), limit=5)
+    assert [(h.message.pk, h.score) for h in first.hits] == [
+        (h.message.pk, h.score) for h in alone.hits
+    ]
 
 
 @pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: SQLite's lookup is in process"
 )
-def test_on_postgresql_an_entry_kept_between_the_lookup_and_the_match_is_looked_up_again(
-    db, monkeypatch
+def test_on_postgresql_the_lookup_runs_the_routes_statement_only_for_a_query_without_an_entry(
+    db,
 ):
-    """The two statements of a round trip see what was committed as each starts: the worker
-    may keep the query in between. The window then reads nothing and says so, and the entry is
-    read again rather than the answer being taken for "no match"."""
-    channel, _, old = _conversation("ranked-between")
-    filters = Filters(rank_window=100, channel_id=channel.pk)
-    search("alpha", filters, limit=5)  # the refresh: the entry
-    real = ranked._from_head
-    seen: list[bool] = []
-
-    def as_if_not_yet_kept(rows):  # the lookup's statement ran before the entry's commit
-        if not seen:
-            seen.append(True)
-            return None
-        return real(rows)
-
-    monkeypatch.setattr(ranked, "_from_head", as_if_not_yet_kept)
-    again = search("alpha", filters, limit=5)
-    assert seen  # the race was played
-    assert again.hits[0].message.pk == old.pk
-    assert (again.total, again.total_exact, again.ranked_within) == (151, True, None)
+    channel = create_channel("ranked-or")[0]
+    failing = "SELECT 1 / 0, 0.5::real, 1::bigint"  # division by zero if it runs
+    with connection.cursor() as cursor:
+        with pytest.raises(DataError), transaction.atomic():
+            ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing)
+        ranked.store("words", '"kept"', channel.pk, 10, 1, [(1, -1.0)], 5, 2)
+        best, rows = ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing)
+        assert best is not None and best.upto == 10 and rows is None
+        answer = "SELECT 7::bigint, -0.25::real, 3::bigint"
+        best, rows = ranked.lookup_or(cursor, "words", '"other"', channel.pk, 5, answer)
+        assert best is None and rows == [(7, -0.25, 3)]
 
 
 @pytest.mark.postgres
@@ -296,11 +275,7 @@ def test_a_slow_query_that_fills_no_window_is_kept_too_and_then_reads_only_newer
     walks = [
         (sql, params)
         for sql, params in read
-        if "DESC LIMIT" in sql
-        and (
-            "NOT (SELECT kept FROM kept)" not in sql
-            or _scanned(connection.ops.compose_sql(sql, params))  # type: ignore[attr-defined]
-        )
+        if "DESC LIMIT" in sql and ranked.HEAD_OR_FUNCTION not in sql
     ]
     assert walks, read
     for sql, params in walks:
@@ -404,9 +379,10 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
     with connection.execute_wrapper(record):
         assert search("alpha", filters, limit=5).ranked_within is None
     if connection.vendor == "postgresql":
-        # One call (the entry, the newest id, the first kept rows); what it runs, the tables'
-        # counters say: not one of them read whole.
-        assert [sql.split("(")[0].split()[-1] for sql, _ in statements] == [ranked.HEAD_FUNCTION]
+        # One call (the entry, the newest id, the first kept rows, read by HEAD_FUNCTION within
+        # HEAD_OR_FUNCTION); what it runs, the tables' counters say: not one of them read whole.
+        called = [sql.split("(")[0].split()[-1] for sql, _ in statements]
+        assert called == [ranked.HEAD_OR_FUNCTION]
         scans = _scans()
         with connection.cursor() as cursor:
             best = ranked.lookup(cursor, "words", '"alpha"', channel.pk, 6)

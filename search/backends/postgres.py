@@ -290,31 +290,18 @@ def run_fts(
     query, query_params = _tsquery(route)
     vector = pg.vector(route.index)
     clauses = [INDEXED, f"{vector} @@ q.query", *where]
-    window = (
+    sql = (
+        f"WITH q AS (SELECT {query} AS query), "
         f"candidates AS (SELECT m.id, ts_rank({vector}, q.query) AS rank "
-        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)}<unless> "
+        f"FROM {MESSAGE_TABLE} m, q WHERE {' AND '.join(clauses)} "
         "ORDER BY m.id DESC LIMIT %s) "
-    )
-    ranking = (
         "SELECT id, -rank, (SELECT count(*) FROM candidates) FROM candidates "
         "ORDER BY rank DESC, id ASC LIMIT %s OFFSET %s"
     )
-    sql = f"WITH q AS (SELECT {query} AS query), " + window.replace("<unless>", "") + ranking
 
     def window_ranked(n: int, skip: int = 0) -> list[tuple]:
         cursor.execute(sql, [*query_params, *params, filters.rank_window_size, n, skip])
         return cursor.fetchall()
-
-    def unless_kept() -> tuple[str, list]:
-        """The first page of the window, which reads nothing if the query has an entry (the
-        window is a kept query's costly part), with a last row of nulls if it had one."""
-        kept, kept_params = ranked.kept_clause(route.index, route.expression, filters.channel_id)
-        return (
-            f"WITH q AS (SELECT {query} AS query), kept AS (SELECT {kept} AS kept), "
-            + window.replace("<unless>", " AND NOT (SELECT kept FROM kept)")
-            + f"({ranking}) UNION ALL SELECT NULL, NULL, NULL FROM kept WHERE kept ORDER BY 2, 1",
-            [*query_params, *kept_params, *params, filters.rank_window_size, limit, offset],
-        )
 
     started = time.perf_counter()
     with connection.cursor() as cursor:
@@ -325,20 +312,18 @@ def run_fts(
         # With the scope alone, the kept rows a page needs come with the entry.
         first = None if others[0] else offset + limit
         rows: list[tuple] | None = None
-        if first is None or not ranked.enabled():
+        if first is None:
             best = ranked.lookup(cursor, route.index, route.expression, filters.channel_id, first)
         else:
-            # The entry and, for a query without one, its page: one round trip.
-            best, ranked_rows = ranked.lookup_beside(
-                cursor, route.index, route.expression, filters.channel_id, first, *unless_kept()
+            # The entry or, for a query without one, the first page of its newest window: one
+            # round trip (the function runs the window only then).
+            window = [*query_params, *params, filters.rank_window_size, limit, offset]
+            statement = connection.ops.compose_sql(sql, window)  # type: ignore[attr-defined]
+            best, rows = ranked.lookup_or(
+                cursor, route.index, route.expression, filters.channel_id, first, statement
             )
-            if best is None and ranked_rows and ranked_rows[-1][0] is None:
-                # The worker kept the query between the two statements: its entry, then.
-                best = ranked.lookup(
-                    cursor, route.index, route.expression, filters.channel_id, first
-                )
-            elif best is None:
-                rows = ranked_rows
+            if rows is not None:  # the function's rows come unordered: the window's order
+                rows.sort(key=lambda row: (row[1], row[0]))
 
         def over_every_match(best: ranked.Best) -> tuple | None:
             return _over_every_match(
