@@ -785,7 +785,7 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE" if backend == "sqlite" else "ANALYZE sessions_app_message")
         size_after = _database_mib(data)
-        trip = _round_trip_ms()
+        trip = _round_trip_ms() if backend == "postgresql" else 0.0
         _settle()
         measured["analyzed"] = measure(repeat, parts)
         planted["analyzed"] = planted_first()
@@ -1076,6 +1076,8 @@ def main() -> None:
     )
     parser.add_argument("--child-results", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.pg_delay_ms < 0:
+        parser.error("--pg-delay-ms: a delay is 0 or more milliseconds")
     if args.child_results:  # a child: one size, on the backend its environment names
         run(args.sizes[0], args.repeat, args.http, args.child_results)
         return

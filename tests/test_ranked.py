@@ -579,3 +579,49 @@ def test_a_forked_child_starts_its_own_enqueuer_instead_of_feeding_its_parent_s_
     assert ranked.drain()
     assert ranked._enqueuer_queue is not parent
     assert queued == ['"alpha"', '"alpha"']
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: the function and its statement"
+)
+@pytest.mark.parametrize("q", ["O'Brien's", "back\\slash", "100%", "''quoted''", "a;b"])
+def test_on_postgresql_query_text_inside_the_functions_statement_is_matched_as_text(db, caplog, q):
+    """The window goes to ``hermes_ranked_head_or`` as the text of a statement, the query in it
+    quoted by the client: quotes, backslashes, percent signs and semicolons are words' edges, not
+    SQL, and the words route finds the message (a broken statement would fall back, logged)."""
+    channel = create_channel("ranked-quoted")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    said = services.append_messages(
+        session, [{"role": "user", "content": f"we said {q} once"}], run_hooks=False
+    ).messages[0]
+    with caplog.at_level("ERROR"):
+        answer = search(q, Filters(channel_id=channel.pk))
+    assert answer.index == "words", (answer.index, answer.tried)
+    assert [h.message.pk for h in answer.hits] == [said.pk]
+    assert not [r for r in caplog.records if "falling back" in r.getMessage()]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite has no such function"
+)
+def test_on_postgresql_the_head_or_function_migration_goes_back_and_forth():
+    from django.db.migrations.executor import MigrationExecutor
+
+    def present() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_proc WHERE proname = %s", [ranked.HEAD_OR_FUNCTION]
+            )
+            return cursor.fetchone()[0] == 1
+
+    executor = MigrationExecutor(connection)
+    leaves = executor.loader.graph.leaf_nodes()
+    assert present()
+    executor.migrate([("search", "0011_page_functions")])
+    assert not present()
+    executor = MigrationExecutor(connection)
+    executor.migrate(leaves)
+    assert present()

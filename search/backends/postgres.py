@@ -208,16 +208,11 @@ def _run_trigram(
     best = None
     bounds = None
     if not route.like and not others[0]:
-        with connection.cursor() as cursor:
-            if filters.session_id is None:  # the walks' bounds come along (one round trip)
-                best, (bounds,) = ranked.lookup_beside(
-                    cursor, route.index, route.expression, filters.channel_id, offset + limit,
-                    BOUNDS, [],
-                )  # fmt: skip
-            else:
-                best = ranked.lookup(
-                    cursor, route.index, route.expression, filters.channel_id, offset + limit
-                )
+        with connection.cursor() as cursor:  # the walks' bounds come along: one round trip
+            best, (bounds,) = ranked.lookup_beside(
+                cursor, route.index, route.expression, filters.channel_id, offset + limit,
+                BOUNDS, [],
+            )  # fmt: skip
         if (
             best is not None
             and (
