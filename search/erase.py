@@ -15,7 +15,7 @@ import time
 
 from django.db import connection, transaction
 
-from search import fts, ranked
+from search import fts, pg, ranked
 from sessions_app.services.errors import StateConflict
 
 # Pages of work per merge step, each its own write transaction (at most ~0.3 s on a table of a
@@ -52,8 +52,11 @@ def after() -> None:
     if connection.vendor == "sqlite":
         purge_sqlite()
     elif connection.vendor == "postgresql" and not connection.in_atomic_block:
+        # ANALYZE too: the planner's statistics list the table's most common words, and so
+        # does search.pg.COMMON, made from them; an erased session's own words leave both.
         with connection.cursor() as cursor:
-            cursor.execute(f"VACUUM {fts.MESSAGE_TABLE}")
+            cursor.execute(f"VACUUM (ANALYZE) {fts.MESSAGE_TABLE}")
+            pg.refresh_common(cursor)
 
 
 def purge_sqlite() -> int:

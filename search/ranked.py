@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
+from search import pg
 from search.fts import MESSAGE_TABLE
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ DROP_STATEMENTS = [f"DROP TABLE IF EXISTS {ROWS}", f"DROP TABLE IF EXISTS {TERMS
 HEAD_FUNCTION = "hermes_ranked_head"
 
 
-def _head_function(name: str, more: str = "", when_none: str = "") -> str:
+def _head_function(name: str, more: str = "", when_none: str = "", declare: str = "") -> str:
     return f"""
 CREATE OR REPLACE FUNCTION {name}(
     p_idx varchar, p_expression text, p_channel bigint, p_first integer{more}
@@ -98,7 +99,7 @@ CREATE OR REPLACE FUNCTION {name}(
 ) LANGUAGE plpgsql STABLE AS $$
 DECLARE
     t record;
-    n bigint;
+    n bigint;{declare}
 BEGIN
     SELECT q.id, q.upto, q.matched, q.floor, q.floor_id INTO t FROM {TERMS} q
         WHERE q.idx = p_idx AND q.expression = p_expression AND q.channel_id = p_channel;
@@ -122,22 +123,66 @@ CREATE_HEAD_FUNCTION = _head_function(HEAD_FUNCTION)
 DROP_HEAD_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_FUNCTION}(varchar, text, bigint, integer)"
 
 # A query's first lookup on PostgreSQL: its entry, as HEAD_FUNCTION reads it, or, when it has
-# none, the route's first statement, which the function then runs -- one round trip, in one
-# snapshot, and the statement planned (EXECUTE: for its own words) only when it runs. Its rows,
-# ``(id, score, count)``, come as ``(NULL, NULL, count, NULL, NULL, NULL, id, score)``; the score
-# goes through text so that it is the value the statement's ``real`` would have given.
+# none, the first page of its newest window -- one round trip, in one snapshot. A query with a
+# word the planner's statistics do not count common (search.pg.COMMON) is read through
+# search.pg.RARE_WINDOW, whose plan is kept; any other runs the route's statement, planned then
+# (EXECUTE: for its own words). Both give ``(id, score, count)``, which come as ``(NULL, NULL,
+# count, NULL, NULL, NULL, id, score)``; the score goes through text so that it is the value the
+# statement's ``real`` would have given. The query is built from the route's phrases as the
+# statement builds it (search.backends.postgres._tsquery); a phrase's words count, a prefix's
+# do not (a prefix of a rare word can be common).
 HEAD_OR_FUNCTION = "hermes_ranked_head_or"
+HEAD_OR_ARGUMENTS = (
+    "varchar, text, bigint, integer, text, text[], boolean[], integer, integer, integer"
+)
 CREATE_HEAD_OR_FUNCTION = _head_function(
     HEAD_OR_FUNCTION,
-    ", p_statement text",
-    """
+    ", p_statement text, p_phrases text[], p_prefixes boolean[], p_window integer, "
+    "p_n integer, p_skip integer",
+    f"""
+        FOR i IN 1 .. coalesce(array_length(p_phrases, 1), 0) LOOP
+            v_words := hermes_words(p_phrases[i]);
+            v_part := hermes_phrase(v_words, p_prefixes[i]);
+            v_query := CASE WHEN i = 1 THEN v_part ELSE v_query && v_part END;
+            IF NOT v_rare AND NOT p_prefixes[i] THEN
+                FOREACH v_lexeme IN ARRAY tsvector_to_array(to_tsvector('simple', v_words)) LOOP
+                    PERFORM FROM {pg.COMMON} c WHERE c.idx = p_idx AND c.lexeme = v_lexeme;
+                    IF NOT FOUND THEN
+                        v_rare := true;
+                        EXIT;
+                    END IF;
+                END LOOP;
+            END IF;
+        END LOOP;
+        IF v_rare THEN
+            RETURN QUERY SELECT NULL::bigint, NULL::bigint, r.r_n, NULL::double precision,
+                NULL::bigint, NULL::bigint, r.r_id, r.r_score
+                FROM {pg.RARE_WINDOW}(p_idx, v_query, NULLIF(p_channel, {ALL_CHANNELS}), p_window,
+                                      p_n, p_skip) r;
+            RETURN;
+        END IF;
         RETURN QUERY EXECUTE 'SELECT NULL::bigint, NULL::bigint, s.n::bigint, '
             'NULL::double precision, NULL::bigint, NULL::bigint, s.id::bigint, '
             's.score::text::double precision FROM (' || p_statement || ') AS s(id, score, n)';""",
+    """
+    v_words text;
+    v_part tsquery;
+    v_query tsquery;
+    v_lexeme text;
+    v_rare boolean := false;""",
 )
-DROP_HEAD_OR_FUNCTION = (
-    f"DROP FUNCTION IF EXISTS {HEAD_OR_FUNCTION}(varchar, text, bigint, integer, text)"
-)
+DROP_HEAD_OR_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_OR_FUNCTION}({HEAD_OR_ARGUMENTS})"
+
+
+@dataclass(frozen=True)
+class Window:
+    """A first page of a query's newest window, as lookup_or reads it for a rare query: the
+    route's phrases (text, prefix), the window's size, the page."""
+
+    phrases: tuple[tuple[str, bool], ...]
+    size: int
+    limit: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -214,18 +259,29 @@ def lookup_beside(
 
 
 def lookup_or(
-    cursor, index: str, expression: str, channel_id: int | None, first: int, statement: str
+    cursor,
+    index: str,
+    expression: str,
+    channel_id: int | None,
+    first: int,
+    statement: str,
+    window: Window,
 ) -> tuple[Best | None, list[tuple] | None]:
-    """``lookup`` with ``first`` on PostgreSQL; for a query without an entry, the rows of
-    ``statement`` instead (``(id, score, count)``; a complete statement, its values in its
-    text), run in the same call: (the entry, None) or (None, the rows, in no order)."""
+    """``lookup`` with ``first`` on PostgreSQL; for a query without an entry, the first page of
+    its newest ``window`` instead (``(id, score, count)``), read in the same call: by
+    ``statement`` (a complete statement, its values in its text) or, for a rare query, by the
+    kept plan of search.pg.RARE_WINDOW. (the entry, None) or (None, the rows, in no order)."""
     if not enabled():
         cursor.execute(statement)
         return None, cursor.fetchall()
     cursor.execute(
-        f"SELECT * FROM {HEAD_OR_FUNCTION}(%s, %s, %s, %s, %s)",
-        [index, expression, scope(channel_id), first, statement],
-    )
+        f"SELECT * FROM {HEAD_OR_FUNCTION}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        [
+            index, expression, scope(channel_id), first, statement,
+            [phrase for phrase, _ in window.phrases], [prefix for _, prefix in window.phrases],
+            window.size, window.limit, window.offset,
+        ],
+    )  # fmt: skip
     rows = cursor.fetchall()
     if rows and rows[0][0] is not None:
         return _from_head(rows), None

@@ -14,13 +14,21 @@ logger = logging.getLogger(__name__)
 
 def trim_recent_index() -> int:
     """Scheduled every minute: keep the SQLite recent indexes to the newest
-    ``search.recent_rows`` messages; returns how many ids the floor rose.
+    ``search.recent_rows`` messages; returns how many ids the floor rose. On PostgreSQL: the
+    list of the words its statistics count common, as they count them now (search.pg.COMMON,
+    which decides how a first lookup plans its window); returns 0.
 
     Small steps, each its own write transaction, so appends wait for one step at most. If this
     never runs, the recent indexes grow towards the full ones' size and ranking loses their
     speed-up; nothing is lost. ``recent_rows`` set to 0 empties them and turns them off; set
     back, this fills them again (one transaction of a few seconds per 100,000 messages).
     """
+    if connection.vendor == "postgresql":
+        from search import pg
+
+        with transaction.atomic(), connection.cursor() as cursor:
+            pg.refresh_common(cursor)
+        return 0
     if connection.vendor != "sqlite":
         return 0
     keep = fts.recent_rows()

@@ -440,3 +440,51 @@ def test_staff_without_the_delete_permission_cannot_erase(chain):
         url, {"action": "erase_sessions", "_selected_action": [session.pk], "confirm": "yes"}
     )
     assert Session.objects.filter(pk=session.pk).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite keeps no word statistics"
+)
+def test_on_postgresql_an_erased_sessions_words_leave_the_statistics_and_the_common_words():
+    """The planner's statistics list the table's most common words, and search.pg.COMMON is
+    read from them: after an erasure both are made again without the erased rows."""
+    from search import erase, pg
+    from sessions_app.keys import create_channel
+
+    channel = create_channel("erase-statistics")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    services.append_messages(
+        session,
+        [{"role": "user", "content": f"{PLANTED['english']} note {n}"} for n in range(40)],
+        run_hooks=False,
+    )
+    # Someone else's, which stays (an empty table's ANALYZE keeps the statistics it had).
+    services.append_messages(
+        services.open_session(channel, model="gpt-4o").session,
+        [{"role": "user", "content": f"{SURVIVOR} note {n}"} for n in range(40)],
+        run_hooks=False,
+    )
+
+    def listed() -> tuple[bool, bool]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT %s = ANY(most_common_elems::text::text[]) FROM pg_stats "
+                "WHERE tablename = 'sessions_app_message' AND attname = 'search_words'",
+                [PLANTED["english"]],
+            )
+            row = cursor.fetchone()
+            cursor.execute(
+                f"SELECT count(*) > 0 FROM {pg.COMMON} WHERE lexeme = %s",  # noqa: S608
+                [PLANTED["english"]],
+            )
+            return bool(row and row[0]), cursor.fetchone()[0]
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_message")
+        pg.refresh_common(cursor)
+    assert listed() == (True, True)
+    Message.objects.filter(session=session).delete()
+    erase.after()
+    assert listed() == (False, False)

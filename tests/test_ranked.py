@@ -123,15 +123,117 @@ def test_on_postgresql_the_lookup_runs_the_routes_statement_only_for_a_query_wit
 ):
     channel = create_channel("ranked-or")[0]
     failing = "SELECT 1 / 0, 0.5::real, 1::bigint"  # division by zero if it runs
+    _count_common("words", ["kept", "other"])  # neither rare: the statement is the way
+    kept = ranked.Window((("kept", False),), 100, 5, 0)
     with connection.cursor() as cursor:
         with pytest.raises(DataError), transaction.atomic():
-            ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing)
+            ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing, kept)
         ranked.store("words", '"kept"', channel.pk, 10, 1, [(1, -1.0)], 5, 2)
-        best, rows = ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing)
+        best, rows = ranked.lookup_or(cursor, "words", '"kept"', channel.pk, 5, failing, kept)
         assert best is not None and best.upto == 10 and rows is None
         answer = "SELECT 7::bigint, -0.25::real, 3::bigint"
-        best, rows = ranked.lookup_or(cursor, "words", '"other"', channel.pk, 5, answer)
+        other = ranked.Window((("other", False),), 100, 5, 0)
+        best, rows = ranked.lookup_or(cursor, "words", '"other"', channel.pk, 5, answer, other)
         assert best is None and rows == [(7, -0.25, 3)]
+
+
+def _count_common(index: str, lexemes: list[str]) -> None:
+    """As if the planner's statistics counted these words among the most common of ``index``."""
+    from search import pg
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT %s, unnest(%s::text[]) "
+            "ON CONFLICT DO NOTHING",
+            [index, lexemes],
+        )
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
+)
+def test_on_postgresql_a_rare_query_is_read_through_the_kept_plan_and_not_the_statement(db):
+    """A word the statistics do not count common makes the query rare: its window is read by
+    search.pg.RARE_WINDOW, and the route's statement (which would fail here) never runs. A
+    prefix does not make a query rare (a rare word's prefix can be common): its statement runs."""
+    channel = create_channel("ranked-rare")[0]
+    failing = "SELECT 1 / 0, 0.5::real, 1::bigint"
+    _count_common("words", ["common"])
+    with connection.cursor() as cursor:
+        for phrases in ((("common", False), ("rarest", False)), (("common rarest", False),)):
+            window = ranked.Window(phrases, 100, 5, 0)
+            best, rows = ranked.lookup_or(cursor, "words", "x", channel.pk, 5, failing, window)
+            assert (best, rows) == (None, [])  # nothing matched, and nothing failed
+        for phrases in (
+            (("common", False),),
+            (("rarest", True),),
+            (("common", False), ("", False)),
+        ):
+            window = ranked.Window(phrases, 100, 5, 0)
+            with pytest.raises(DataError), transaction.atomic():
+                ranked.lookup_or(cursor, "words", "x", channel.pk, 5, failing, window)
+
+
+def _first_pages(query: str, filters: Filters) -> tuple[list, int]:
+    """Pages 1 and 2 of ``query``'s first lookup, as ((id, score)..., total, index), and how many
+    of them search.pg.RARE_WINDOW read (PostgreSQL counts a function's calls in a transaction
+    when asked to)."""
+    from search import pg
+
+    pages = []
+    calls = (
+        "SELECT coalesce(sum(calls), 0)::integer FROM pg_stat_xact_user_functions "
+        "WHERE funcname = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL track_functions = 'pl'")
+        cursor.execute(calls, [pg.RARE_WINDOW])
+        before = cursor.fetchone()[0]
+        for offset in (0, 3):
+            ranked.clear(cursor)
+            ranked._asked.clear()
+            answer = search(query, filters, limit=3, offset=offset)
+            hits = [(h.message.pk, h.score) for h in answer.hits]
+            pages.append((hits, answer.total, answer.index))
+        cursor.execute(calls, [pg.RARE_WINDOW])
+        return pages, cursor.fetchone()[0] - before
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
+)
+@pytest.mark.parametrize(
+    "query", ["alpha", "filler3 alpha", '"alpha filler0 filler1"', "数据库 集群"]
+)
+@pytest.mark.parametrize("scoped", [True, False])
+def test_on_postgresql_the_kept_plan_gives_the_page_the_planned_statement_gives(db, query, scoped):
+    """The same hits, in the same order, with the same scores and count, whichever way the first
+    lookup reads its window: every word counted common (the statement, planned) or none."""
+    from search import pg
+
+    channel, session, _ = _conversation(f"ranked-same-{scoped}", newer=60)
+    services.append_messages(
+        session,
+        [{"role": "user", "content": f"数据库 集群 alpha {n}"} for n in range(8)],
+        run_hooks=False,
+    )
+    filters = Filters(rank_window=20, channel_id=channel.pk if scoped else None)
+    rare, read = _first_pages(query, filters)
+    assert read == 2
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT i, l FROM unnest(%s::text[]) i, ("  # noqa: S608
+            "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_words(%s)))) UNION "
+            "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_bigrams(%s))))) AS w(l)",
+            [list(pg.COLUMNS), query, query],
+        )
+    planned, read_again = _first_pages(query, filters)
+    assert read_again == 0  # each page's statement was planned
+    assert rare == planned
+    (hits, total, index) = rare[0]
+    assert hits and total > 3 and index in ("words", "bigram")
 
 
 @pytest.mark.postgres
@@ -607,8 +709,10 @@ def test_on_postgresql_query_text_inside_the_functions_statement_is_matched_as_t
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: SQLite has no such function"
 )
-def test_on_postgresql_the_head_or_function_migration_goes_back_and_forth():
+def test_on_postgresql_the_head_or_function_migrations_go_back_and_forth():
     from django.db.migrations.executor import MigrationExecutor
+
+    from search import pg
 
     def present() -> bool:
         with connection.cursor() as cursor:
@@ -617,11 +721,67 @@ def test_on_postgresql_the_head_or_function_migration_goes_back_and_forth():
             )
             return cursor.fetchone()[0] == 1
 
+    def arguments() -> int:  # 0012's function takes 5, 0013's 10
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pronargs FROM pg_proc WHERE proname = %s", [ranked.HEAD_OR_FUNCTION]
+            )
+            return cursor.fetchone()[0]
+
+    def common() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [pg.COMMON])
+            return cursor.fetchone()[0]
+
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes()
-    assert present()
+    assert present() and arguments() == 10 and common()
+    executor.migrate([("search", "0012_ranked_head_or_function")])
+    assert present() and arguments() == 5 and not common()
+    executor = MigrationExecutor(connection)
     executor.migrate([("search", "0011_page_functions")])
     assert not present()
     executor = MigrationExecutor(connection)
     executor.migrate(leaves)
-    assert present()
+    assert present() and arguments() == 10 and common()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
+)
+def test_on_postgresql_the_common_words_follow_the_statistics_and_are_written_only_when_they_change(
+    db,
+):
+    from search import pg
+    from search.tasks import trim_recent_index
+
+    channel = create_channel("ranked-common")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    services.append_messages(session, [_said(1, [f"once{n}"]) for n in range(60)], run_hooks=False)
+
+    def listed() -> set[tuple[str, str]]:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT idx, lexeme FROM {pg.COMMON}")  # noqa: S608
+            return set(cursor.fetchall())
+
+    def written() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT n_tup_ins + n_tup_del FROM pg_stat_xact_user_tables WHERE relname = %s",
+                [pg.COMMON],
+            )
+            return cursor.fetchone()[0]
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE sessions_app_message")
+    assert trim_recent_index() == 0  # the minute's task refreshes the list on PostgreSQL
+    assert {("words", "alpha"), ("bigram", "alpha")} <= listed()
+    before = written()
+    with connection.cursor() as cursor:
+        pg.refresh_common(cursor)
+    assert written() == before  # the statistics did not change: nothing written
+    with connection.cursor() as cursor:  # as after a restore: no statistics at all
+        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
+        pg.refresh_common(cursor)
+    assert listed() == set()

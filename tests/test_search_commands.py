@@ -118,6 +118,7 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
         assert pg.invalid_indexes(cursor) == [pg.INDEX_NAMES["words"]]
         cursor.execute(f"DROP FUNCTION {pg.WALK_PLAN}(text)")  # the substring route's walk
         cursor.execute(f"DROP FUNCTION {rows.PAGE_HITS}(bigint[])")  # every page's hits
+        cursor.execute(f"DROP TABLE {pg.COMMON}")  # the words a first lookup plans for
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
     out, err = run("reindex")
     assert "Reindexed 2 messages" in out and "every index valid" in out
@@ -127,6 +128,9 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
         # The planner's statistics for the rebuilt table are fresh (reindex analyzed it).
         cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'sessions_app_message'")
         assert cursor.fetchone()[0] > 0
+        # ...and the common words read from them (in two messages, every word is common).
+        cursor.execute(f"SELECT idx FROM {pg.COMMON} WHERE lexeme = 'nginx' ORDER BY idx")  # noqa: S608
+        assert [row[0] for row in cursor.fetchall()] == ["bigram", "words"]
     assert "1 hit(s) from the words index" in run("search", "nginx")[0]
     assert "1 hit(s) from the trigram index" in run("search", "ginx cach")[0]  # walked again
 

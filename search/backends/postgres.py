@@ -314,8 +314,9 @@ def run_fts(
             # round trip (the function runs the window only then).
             window = [*query_params, *params, filters.rank_window_size, limit, offset]
             statement = connection.ops.compose_sql(sql, window)  # type: ignore[attr-defined]
+            head = ranked.Window(route.phrases, filters.rank_window_size, limit, offset)
             best, rows = ranked.lookup_or(
-                cursor, route.index, route.expression, filters.channel_id, first, statement
+                cursor, route.index, route.expression, filters.channel_id, first, statement, head
             )
             if rows is not None:  # the function's rows come unordered: the window's order
                 rows.sort(key=lambda row: (row[1], row[0]))

@@ -67,6 +67,8 @@ class Command(BaseCommand):
             invalid = pg.invalid_indexes(cursor)
             expected = pg.indexed_count(cursor)
         analyze()  # fresh statistics for the rebuilt indexes' tables
+        with connection.cursor() as cursor:
+            pg.refresh_common(cursor)  # and the common words read from them
         if invalid:
             raise CommandError(
                 f"Indexes {', '.join(invalid)} are not valid after the rebuild; drop them and run "
