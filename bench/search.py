@@ -20,10 +20,12 @@ Baselines in the same run: a naive ``content LIKE '%needle%'`` scan (``ILIKE`` o
 that finds every match, and on SQLite the same match on the FTS5 table alone (no join, no
 filter). Where each fact's one message ranks on its first lookup; where a common word's best
 match, planted in the oldest tenth, ranks. On PostgreSQL every kind is measured without planner
-statistics (a fresh load or a restore) and analyzed, and the last table puts its first answers
-beside SQLite's. ``--http`` then serves the corpus (``manage.py serve``: gunicorn and its
-worker) and asks every query through ``GET /api/v1/search`` again, first and later, beside the
-in-process answers.
+statistics (a fresh load or a restore) and analyzed; analyzed, each rare fact's first answer is
+timed again both ways in turn -- its window read through the kept plan of a rare word
+(search.pg.RARE_WINDOW) and planned for its words, the baseline -- and the last table puts its
+first answers beside SQLite's. ``--http`` then serves the corpus (``manage.py serve``: gunicorn
+and its worker) and asks every query through ``GET /api/v1/search`` again, first and later,
+beside the in-process answers.
 """
 
 from __future__ import annotations
@@ -609,6 +611,68 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
     return out
 
 
+def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
+    """PostgreSQL: each rare fact's first full answer as shipped -- its window read through the
+    kept plan of search.pg.RARE_WINDOW, its words not among the statistics' common ones -- and
+    the same first answer with its words counted common, so that its window is planned for
+    them as every first lookup's was before (the baseline). Per query both, one after the
+    other, the order alternating (each leaves the other a warmer cache)."""
+    from django.db import connection
+
+    from search import pg, ranked
+    from search.filters import Filters
+    from search.service import search
+    from sessions_app.models import Channel
+
+    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
+    out: dict[str, dict[str, list[float]]] = {}
+
+    def first(q: str, counted_common: bool) -> float:
+        with connection.cursor() as cursor:
+            ranked.clear(cursor)
+            if counted_common:
+                cursor.execute(
+                    f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT i, l FROM "
+                    "unnest(%s::text[]) i, (SELECT unnest(tsvector_to_array(to_tsvector("
+                    "'simple', hermes_words(%s)))) UNION SELECT unnest(tsvector_to_array("
+                    "to_tsvector('simple', hermes_bigrams(%s))))) AS w(l) ON CONFLICT DO NOTHING",
+                    [list(pg.COLUMNS), q, q],
+                )
+        ranked._asked.clear()
+        seconds = search(q, api, limit=20, window=2).total_seconds
+        ranked.drain(30)
+        with connection.cursor() as cursor:
+            pg.refresh_common(cursor)  # as the statistics have it again
+        return seconds
+
+    for n, (kind, facts) in enumerate(FACTS.items()):
+        m: dict[str, list[float]] = {"kept": [], "planned": []}
+        for i, (_, q) in enumerate(facts):
+            for counted in (False, True) if (n + i) % 2 else (True, False):
+                m["planned" if counted else "kept"].append(first(q, counted))
+        out[kind] = m
+    return out
+
+
+def _kept_plan_table(compared: dict[str, dict[str, list[float]]]) -> None:
+    print(
+        "\nA rare fact's first full answer, its window read through the kept plan "
+        "(hermes_rare_window) or planned for its words (the baseline: its words counted "
+        "common), each query both ways in turn (analyzed):\n"
+    )
+    print(
+        "| query kind | kept plan p50 ms | kept plan p95 ms | planned p50 ms | planned p95 ms "
+        "| planned / kept, p50 (x) |"
+    )
+    print("|---|" + "---:|" * 5)
+    for kind, m in compared.items():
+        kept, planned = _ms(m["kept"], 0.5), _ms(m["planned"], 0.5)
+        print(
+            f"| {kind} | {kept:.2f} | {_ms(m['kept'], 0.95):.2f} | {planned:.2f} "
+            f"| {_ms(m['planned'], 0.95):.2f} | {planned / kept:.2f} |"
+        )
+
+
 def server_timing(header: str) -> dict[str, float]:
     """``app;dur=1.234, search;dur=0.567`` as {name: seconds}."""
     out = {}
@@ -795,6 +859,7 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         _settle()
         measured["analyzed"] = measure(repeat, parts)
         planted["analyzed"] = planted_first()
+        compared = kept_plan_against_planned() if backend == "postgresql" else None
         over_http = None
         if http:
             from search import ranked
@@ -834,6 +899,8 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         )
         _tables(kinds, scan, title, backend == "sqlite")
         print(f"\n{planted[state]}")
+    if compared is not None:
+        _kept_plan_table(compared)
     if over_http is not None:
         _http_table(over_http, measured["analyzed"])
     if results is not None:
