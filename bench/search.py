@@ -631,13 +631,7 @@ def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
         with connection.cursor() as cursor:
             ranked.clear(cursor)
             if counted_common:
-                cursor.execute(
-                    f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT i, l FROM "
-                    "unnest(%s::text[]) i, (SELECT unnest(tsvector_to_array(to_tsvector("
-                    "'simple', hermes_words(%s)))) UNION SELECT unnest(tsvector_to_array("
-                    "to_tsvector('simple', hermes_bigrams(%s))))) AS w(l) ON CONFLICT DO NOTHING",
-                    [list(pg.COLUMNS), q, q],
-                )
+                pg.count_as_common(cursor, q)
         ranked._asked.clear()
         seconds = search(q, api, limit=20, window=2).total_seconds
         ranked.drain(30)

@@ -248,6 +248,20 @@ def refresh_common(cursor) -> None:
     )
 
 
+def count_as_common(cursor, text: str) -> None:
+    """Add ``text``'s words and bigrams to COMMON for both vector columns, as if the statistics
+    counted them common: its first lookups are then planned for their words (the baseline the
+    benchmark measures the kept plan against, and the tests' way to take the planned path).
+    The next refresh_common puts the list back as the statistics have it."""
+    cursor.execute(
+        f"INSERT INTO {COMMON} (idx, lexeme) SELECT i, l FROM unnest(%s::text[]) i, ("
+        "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_words(%s)))) UNION "
+        "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_bigrams(%s))))) AS w(l) "
+        "ON CONFLICT DO NOTHING",
+        [list(COLUMNS), text, text],
+    )
+
+
 def narrowed_match(pairs: int, alias: str = "m") -> str:
     """substring_match's ILIKE with a cheap necessary condition first on the content: one of
     ``pairs`` LIKE patterns, then the ILIKE pattern, then the ILIKE pattern on the tool calls.

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from search import ranked
+from search import pg, ranked
 from search.service import Filters, search
 from sessions_app import services
 from sessions_app.keys import create_channel
@@ -123,7 +123,8 @@ def test_on_postgresql_the_lookup_runs_the_routes_statement_only_for_a_query_wit
 ):
     channel = create_channel("ranked-or")[0]
     failing = "SELECT 1 / 0, 0.5::real, 1::bigint"  # division by zero if it runs
-    _count_common("words", ["kept", "other"])  # neither rare: the statement is the way
+    with connection.cursor() as cursor:  # neither rare: the statement is the way
+        pg.count_as_common(cursor, "kept other")
     kept = ranked.Window((("kept", False),), 100, 5, 0)
     with connection.cursor() as cursor:
         with pytest.raises(DataError), transaction.atomic():
@@ -137,18 +138,6 @@ def test_on_postgresql_the_lookup_runs_the_routes_statement_only_for_a_query_wit
         assert best is None and rows == [(7, -0.25, 3)]
 
 
-def _count_common(index: str, lexemes: list[str]) -> None:
-    """As if the planner's statistics counted these words among the most common of ``index``."""
-    from search import pg
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT %s, unnest(%s::text[]) "
-            "ON CONFLICT DO NOTHING",
-            [index, lexemes],
-        )
-
-
 @pytest.mark.postgres
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
@@ -159,7 +148,8 @@ def test_on_postgresql_a_rare_query_is_read_through_the_kept_plan_and_not_the_st
     prefix does not make a query rare (a rare word's prefix can be common): its statement runs."""
     channel = create_channel("ranked-rare")[0]
     failing = "SELECT 1 / 0, 0.5::real, 1::bigint"
-    _count_common("words", ["common"])
+    with connection.cursor() as cursor:
+        pg.count_as_common(cursor, "common")
     with connection.cursor() as cursor:
         for phrases in ((("common", False), ("rarest", False)), (("common rarest", False),)):
             window = ranked.Window(phrases, 100, 5, 0)
@@ -223,12 +213,7 @@ def test_on_postgresql_the_kept_plan_gives_the_page_the_planned_statement_gives(
     rare, read = _first_pages(query, filters)
     assert read == 2
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {pg.COMMON} (idx, lexeme) SELECT i, l FROM unnest(%s::text[]) i, ("  # noqa: S608
-            "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_words(%s)))) UNION "
-            "SELECT unnest(tsvector_to_array(to_tsvector('simple', hermes_bigrams(%s))))) AS w(l)",
-            [list(pg.COLUMNS), query, query],
-        )
+        pg.count_as_common(cursor, query)
     planned, read_again = _first_pages(query, filters)
     assert read_again == 0  # each page's statement was planned
     assert rare == planned
