@@ -63,9 +63,15 @@ def pending_tool_calls(session: Session) -> set[str]:
     )
     if last is None or not last.tool_calls:
         return set()
-    answered = Message.objects.filter(
-        session=session, active=True, role=Message.Role.TOOL, position__gt=last.position
-    ).values_list("tool_call_id", flat=True)
+    # Unordered: the model's default order (its session's, then the position) joins the session
+    # and sorts on PostgreSQL for a set that needs no order.
+    answered = (
+        Message.objects.filter(
+            session=session, active=True, role=Message.Role.TOOL, position__gt=last.position
+        )
+        .order_by()
+        .values_list("tool_call_id", flat=True)
+    )
     return {call["id"] for call in last.tool_calls} - set(answered)
 
 
