@@ -165,6 +165,50 @@ def test_on_postgresql_a_rare_query_is_read_through_the_kept_plan_and_not_the_st
                 ranked.lookup_or(cursor, "words", "x", channel.pk, 5, failing, window)
 
 
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
+)
+@pytest.mark.parametrize("analyzed", [False, True])
+@pytest.mark.parametrize("index", ["words", "bigram"])
+def test_on_postgresql_the_kept_plan_of_a_rare_window_reads_the_gin_index(db, index, analyzed):
+    """search.pg.RARE_WINDOW's statement, planned as PL/pgSQL plans it (its variables parameters,
+    one generic plan kept for the connection, under its SET clauses), reads the vector column's
+    GIN index: the plan is fixed, so it cannot become a walk of every row with statistics or
+    without them."""
+    import re
+
+    _conversation("ranked-plan", newer=30)
+    names = ["p_query", "p_channel", "p_window", "p_n", "p_skip"]
+    sql = pg._rare_window_query(index)
+    for n, name in enumerate(names, 1):
+        sql = re.sub(rf"\b{name}\b", f"${n}", sql)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if analyzed:
+            cursor.execute(f"ANALYZE {Message._meta.db_table}")
+        else:  # as after a restore
+            cursor.execute(
+                "DELETE FROM pg_statistic WHERE starelid = %s::regclass",
+                [Message._meta.db_table],
+            )
+        for setting, value in pg.RARE_WINDOW_SETTINGS.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
+        cursor.execute(
+            f"PREPARE hermes_rare_plan (tsquery, bigint, integer, integer, integer) AS {sql}"
+        )
+        try:
+            cursor.execute(
+                "EXPLAIN EXECUTE hermes_rare_plan(to_tsquery('simple', 'alpha'), NULL, 100, 5, 0)"
+            )
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE hermes_rare_plan")
+        transaction.set_rollback(True)
+    assert f"Bitmap Index Scan on search_pg_{index}" in plan, plan
+    assert "$1" in plan, plan  # the generic plan, as the function keeps it
+    assert "Seq Scan" not in plan, plan
+
+
 def _first_pages(query: str, filters: Filters) -> tuple[list, int]:
     """Pages 1 and 2 of ``query``'s first lookup, as ((id, score)..., total, index), and how many
     of them search.pg.RARE_WINDOW read (PostgreSQL counts a function's calls in a transaction
