@@ -613,13 +613,16 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
 
 def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
     """PostgreSQL: each rare fact's first full answer as shipped -- its window read through the
-    kept plan of search.pg.RARE_WINDOW, its words not among the statistics' common ones -- and
-    the same first answer with its words counted common, so that its window is planned for
-    them as every first lookup's was before (the baseline). Per query both, one after the
-    other, the order alternating (each leaves the other a warmer cache)."""
+    kept plan of search.pg.RARE_WINDOW, its words not among the statistics' common ones; a
+    fragment's probe and index read through search.pg_trigram's -- and the same first answer
+    planned as every first lookup's was before (the baseline): its words counted common, so
+    that its window is planned for them, and the trigram route's statements written out. Per
+    query both, one after the other, the order alternating (each leaves the other a warmer
+    cache)."""
     from django.db import connection
 
     from search import pg, ranked
+    from search.backends import postgres
     from search.filters import Filters
     from search.service import search
     from sessions_app.models import Channel
@@ -633,7 +636,13 @@ def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
             if counted_common:
                 pg.count_as_common(cursor, q)
         ranked._asked.clear()
-        seconds = search(q, api, limit=20, window=2).total_seconds
+        # The trigram route's first step: through search.pg_trigram's kept plans, or written
+        # out (its baseline).
+        postgres.KEPT_FIRST = not counted_common
+        try:
+            seconds = search(q, api, limit=20, window=2).total_seconds
+        finally:
+            postgres.KEPT_FIRST = True
         ranked.drain(30)
         with connection.cursor() as cursor:
             pg.refresh_common(cursor)  # as the statistics have it again
@@ -650,9 +659,10 @@ def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
 
 def _kept_plan_table(compared: dict[str, dict[str, list[float]]]) -> None:
     print(
-        "\nA rare fact's first full answer, its window read through the kept plan "
-        "(hermes_rare_window) or planned for its words (the baseline: its words counted "
-        "common), each query both ways in turn (analyzed):\n"
+        "\nA rare fact's first full answer through the kept plans (a rare word's window: "
+        "hermes_rare_window; a fragment's probe and index read: hermes_trigram_first) or "
+        "planned for each query (the baseline: its words counted common, the trigram route's "
+        "statements written out), each query both ways in turn (analyzed):\n"
     )
     print(
         "| query kind | kept plan p50 ms | kept plan p95 ms | planned p50 ms | planned p95 ms "

@@ -72,6 +72,18 @@ def _reference(needle: str, filters, window: int) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
+def _walks(queries) -> list[str]:
+    """The statements of ``queries`` that walk or read the trigram index: written out, or the
+    first lookup's call that runs both (search.pg_trigram.FIRST)."""
+    from search import pg_trigram
+
+    return [
+        q["sql"]
+        for q in queries
+        if "ORDER BY m.id DESC LIMIT" in q["sql"] or pg_trigram.FIRST in q["sql"]
+    ]
+
+
 def _forget_statistics() -> None:
     with connection.cursor() as cursor:  # as after a restore, before any ANALYZE
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
@@ -86,7 +98,18 @@ def test_the_ranges_find_the_newest_matches_as_one_statement_does(corpus, monkey
     for probe in (50, 2_000):  # judged after the first walk, a short one or a long one
         monkeypatch.setattr(postgres, "PROBE_ROWS", probe)
         monkeypatch.setattr(postgres, "MIN_WALK", probe)
-        for needle in ("数据库dense", "sparseword", "oldonly", "nowhere-at-all"):
+        # Patterns of each kind search.pg_trigram.FIRST takes: an ILIKE with a narrowing
+        # piece or without, and LIKE on one or two case variants (old filler rows alone: the
+        # probe finds none of them, the index read does).
+        for needle in (
+            "数据库dense",
+            "sparseword",
+            "oldonly",
+            "nowhere-at-all",
+            "缓存失效",
+            "5999",
+            "w59",
+        ):
             route = next(r for r in parse(needle).routes if r.index == "trigram")
             for channel, window in ((None, 100), (corpus[1].pk, 100), (corpus[0].pk, 1_000)):
                 filters = Filters(channel_id=channel, rank_window=window)
@@ -213,7 +236,7 @@ def test_a_fragment_no_channel_has_in_the_probe_goes_to_the_index_after_one_walk
 ):
     """``oldonly`` is in the oldest rows alone: the probe finds a fragment of it in no channel,
     so the walk stops there (walking on to MIN_WALK could only read more rows without it)."""
-    from search import ranked
+    from search import pg_trigram, ranked
     from search.backends import postgres
     from search.filters import Filters
     from search.service import search
@@ -230,10 +253,11 @@ def test_a_fragment_no_channel_has_in_the_probe_goes_to_the_index_after_one_walk
         statements = [  # the trigram route's (the words route's come first, with its query)
             q["sql"]
             for q in queries
-            if "ORDER BY m.id DESC" in q["sql"] and not q["sql"].startswith("WITH q")
+            if ("ORDER BY m.id DESC" in q["sql"] and not q["sql"].startswith("WITH q"))
+            or pg_trigram.FIRST in q["sql"]
         ]
-        walks = [sql for sql in statements if "m.id + 0 <" not in sql]
-        assert len(walks) == 1 and len(statements) == 2, statements
+        # One call: the probe, and the index read its empty probe led to (pg_trigram.FIRST).
+        assert len(statements) == 1 and pg_trigram.FIRST in statements[0], statements
 
 
 @pytest.mark.parametrize("keep", [20, 200])
@@ -276,7 +300,7 @@ def test_a_kept_fragment_with_nothing_newer_reads_no_rows_but_its_page(corpus):
     with CaptureQueriesContext(connection) as queries:
         result = search("数据库dense", filters, limit=10, window=0)
     assert result.total_exact and len(result.hits) == 10
-    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    walks = _walks(queries)
     assert walks == [], walks
 
 
@@ -296,13 +320,13 @@ def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatc
     assert [h.message.pk for h in again.hits] == expected[:5]
     assert (again.total, again.total_exact, again.ranked_within) == (len(expected), True, None)
     # (The words route, tried first, finds nothing: its statement is the only one.)
-    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    walks = _walks(queries)
     assert [sql for sql in walks if "hermes_words" not in sql] == [], walks
     # A fragment found nowhere: "none" is kept as well, and answered without a walk.
     assert search("owhere-at-al", filters, window=0).total == 0
     with CaptureQueriesContext(connection) as queries:
         assert search("owhere-at-al", filters, window=0).total == 0
-    walks = [q["sql"] for q in queries if "ORDER BY m.id DESC LIMIT" in q["sql"]]
+    walks = _walks(queries)
     assert [sql for sql in walks if "hermes_words" not in sql] == [], walks
 
 
@@ -357,3 +381,101 @@ def test_a_page_read_through_the_functions_is_the_page_read_by_the_plain_stateme
         assert message.session.channel.pk == corpus[0].pk
     got = sorted((pk, n.id, n.position, n.content) for pk, rs in nearby.items() for n in rs)
     assert got == sorted((r[0], r[1], r[2], r[4]) for r in plain_nearby)
+
+
+def _generic_plan(sql: str, names: list[str], types: list[str], args: str, plan: dict) -> str:
+    """``sql`` (a static statement of search.pg_trigram, its variables ``names``) planned as
+    PL/pgSQL plans it under ``plan``'s settings: a prepared statement's generic plan."""
+    import re
+
+    for n, name in enumerate(names, 1):
+        sql = re.sub(rf"\b{name}\b", f"${n}", sql)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting, value in plan.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [setting, value])
+        cursor.execute(f"PREPARE hermes_kept_trigram ({', '.join(types)}) AS {sql}")
+        try:
+            cursor.execute(f"EXPLAIN EXECUTE hermes_kept_trigram({args})")
+            explained = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE hermes_kept_trigram")
+        transaction.set_rollback(True)
+    return explained
+
+
+@pytest.mark.parametrize("statistics", ["none", "analyzed"])
+def test_the_first_lookups_kept_plans_walk_the_key_and_read_the_trigram_indexes(corpus, statistics):
+    """search.pg_trigram's probe walks the primary key backwards and its index read reads the
+    trigram indexes alone, in every shape of pattern, as the written-out statements do
+    (test_the_walk_and_the_index_ranges_keep_their_plans_with_or_without_statistics): the
+    kept plans are generic, so they cannot follow the statistics either way."""
+    from search import pg_trigram
+
+    if statistics == "none":
+        _forget_statistics()
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE sessions_app_message")
+    settings = {**pg_trigram.KEPT}
+    names = ["p_like", "p_pattern", "p_channel", "p_lower", "p_upper"]
+    types = ["text[]", "text", "bigint", "bigint", "bigint"]
+    channel = corpus[0].pk
+    probes = {
+        "like": "ARRAY['%数据库%']",
+        "narrowed": "ARRAY['%se%', '%SE%'], '%sparseword%'",
+        "ilike": "NULL, '%sparseword%'",
+    }
+    for mode, patterns in probes.items():
+        args = f"{patterns}{', NULL' if mode == 'like' else ''}, {channel}, 1, 100000"
+        plan = _generic_plan(
+            pg_trigram._probe_query(pg_trigram._PROBE_MATCHES[mode]),
+            names,
+            types,
+            args,
+            {**settings, **pg_trigram.WALK},
+        )
+        assert "Index Scan Backward using sessions_app_message_pkey" in plan, (mode, plan)
+        assert "Sort" not in plan and "Bitmap" not in plan, (mode, plan)
+    reads = {
+        "(m.content ILIKE p_pattern OR hermes_tool_text(m.tool_calls) ILIKE p_pattern)": (
+            "NULL, '%sparseword%'"
+        ),
+        pg_trigram._like_arms(1): "ARRAY['%数据库%'], NULL",
+        pg_trigram._like_arms(4): "ARRAY['%ab1%', '%Ab1%', '%aB1%', '%AB1%'], NULL",
+    }
+    for match, patterns in reads.items():
+        plan = _generic_plan(
+            pg_trigram._index_query(match),
+            [*names, "p_n"],
+            [*types, "integer"],
+            f"{patterns}, {channel}, 1, 100000, 100",
+            {**settings, **pg_trigram.INDEX},
+        )
+        assert "Bitmap Index Scan on search_pg_trigram" in plan, (match, plan)
+        assert "Bitmap Index Scan on search_pg_tool_trigram" in plan, (match, plan)
+        assert "Seq Scan" not in plan and "pkey" not in plan, (match, plan)
+
+
+def test_the_trigram_functions_the_migrations_made_are_the_ones_the_code_makes(db):
+    """A change to search.pg_trigram's functions needs a migration that makes them again: this
+    fails until it has one."""
+    from search import pg_trigram
+
+    names = [pg_trigram.FIRST, pg_trigram.INDEX_READ, pg_trigram.PROBE]
+
+    def made() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT proname, pg_get_function_arguments(oid), pg_get_function_result(oid),"
+                " prosrc, proconfig FROM pg_proc WHERE proname = ANY(%s) ORDER BY proname",
+                [names],
+            )
+            return cursor.fetchall()
+
+    before = made()
+    assert [name for name, *_ in before] == sorted(names)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in pg_trigram.create_statements():
+            cursor.execute(statement)
+        assert made() == before
+        transaction.set_rollback(True)

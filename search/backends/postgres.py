@@ -16,7 +16,7 @@ from functools import partial
 
 from django.db import connection
 
-from search import pg, ranked
+from search import pg, pg_trigram, ranked
 from search.backends import common
 from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
@@ -49,6 +49,20 @@ def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[
     return clauses, params
 
 
+def _first_patterns(needle: str) -> tuple[list[str] | None, str | None]:
+    """A fragment's patterns as search.pg_trigram.FIRST takes them: its case variants for LIKE
+    and no ILIKE pattern, or a two-character piece's variants (the probe's narrowing, or none)
+    and the ILIKE pattern -- the clauses _like_clauses writes out for it."""
+    settings = connection.settings_dict
+    with connection.cursor() as cursor:
+        folds = pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
+    variants = pg.case_variants(needle, folds)
+    if variants is not None:
+        return [like_pattern(v) for v in variants], None
+    pairs = pg.narrowing_pair(needle, folds)
+    return (None if pairs is None else [like_pattern(p) for p in pairs]), like_pattern(needle)
+
+
 def _tsquery(route: Route) -> tuple[str, list]:
     # The phrases go through the same folding as the indexed text (bigram phrases are already
     # cut into pairs by the router, so only folded and split here).
@@ -72,6 +86,9 @@ def _tsquery(route: Route) -> tuple[str, list]:
 # 2.91 with 1,000, 2.55 with 500 (`fact_mixed`; `fact_substring` 3.96, 3.62, 3.50); the common
 # fragments' the same with each (means 17.2-17.7 ms and 67-68 ms).
 PROBE_ROWS = 500
+# The first step through search.pg_trigram's kept plans where the shape allows (off: every
+# statement written out, the baseline bench/search.py measures it against).
+KEPT_FIRST = True
 BOUNDS = f"SELECT min(id), max(id) FROM {MESSAGE_TABLE}"  # where the walks start and end
 MIN_WALK = 8_000
 WALK_PER_MATCH = 20
@@ -156,9 +173,30 @@ def _trigram_candidates(
         found: list[int] = []
         matches: list[tuple[int, bool]] = []
         read, rows = 0, PROBE_ROWS
+        # One fragment, filtered by its channel at most: the probe, and the index read where it
+        # finds nothing, in one call with plans kept for the connection (search.pg_trigram).
+        kept = (
+            KEPT_FIRST
+            and len(needles) == 1
+            and not route.like
+            and not filters_sql(replace(filters, channel_id=None))[0]
+        )
         while reached > lowest and len(found) < want:
             lower = max(reached - rows, lowest)
-            if not read:
+            if not read and kept:
+                like, pattern = _first_patterns(needles[0])
+                cursor.execute(
+                    f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)",
+                    [like, pattern, filters.channel_id, lowest, reached, rows, want],
+                )
+                first = cursor.fetchall()
+                if first and first[0][2]:  # the probe found nothing; these are the index's
+                    return [row[0] for row in first]
+                matches = [(pk, keep) for pk, keep, _ in first]
+                found = [pk for pk, keep in matches if keep][:want]
+                if not matches:  # nothing at all: the index found none either
+                    return []
+            elif not read:
                 matches = pg.run_planned(
                     cursor, pg.WALK_PLAN, probe, [*where_params, *fragment_params, lower, reached],
                     "id bigint, keep boolean",
