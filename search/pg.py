@@ -404,9 +404,6 @@ def create_statements(cursor) -> Iterator[str]:
     )
     yield from planned_function_statements()
     yield from common_statements()
-    from search import pg_trigram  # it builds on this module's settings
-
-    yield from pg_trigram.create_statements()
 
 
 def drop_statements() -> Iterator[str]:
@@ -419,9 +416,6 @@ def drop_statements() -> Iterator[str]:
     yield "DROP FUNCTION IF EXISTS hermes_fold"
     yield "DROP FUNCTION IF EXISTS hermes_search_text"
     yield "DROP FUNCTION IF EXISTS hermes_tool_text"
-    from search import pg_trigram
-
-    yield from pg_trigram.drop_statements()
     yield from drop_planned_function_statements()
     yield from drop_common_statements()
 

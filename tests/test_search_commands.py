@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from search import fts, pg, rows
+from search import fts, pg, pg_trigram, rows
 from sessions_app import services
 from sessions_app.keys import create_channel
 from sessions_app.models import Message
@@ -119,6 +119,7 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
         cursor.execute(f"DROP FUNCTION {pg.WALK_PLAN}(text)")  # the substring route's walk
         cursor.execute(f"DROP FUNCTION {rows.PAGE_HITS}(bigint[])")  # every page's hits
         cursor.execute(f"DROP TABLE {pg.COMMON}")  # the words a first lookup plans for
+        cursor.execute(f"DROP FUNCTION {pg_trigram.FIRST}{pg_trigram.SIGNATURE}")  # a fragment's
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
     out, err = run("reindex")
     assert "Reindexed 2 messages" in out and "every index valid" in out
@@ -133,6 +134,7 @@ def test_reindex_on_postgresql_recreates_a_dropped_index_and_checks_them_all():
         assert [row[0] for row in cursor.fetchall()] == ["bigram", "words"]
     assert "1 hit(s) from the words index" in run("search", "nginx")[0]
     assert "1 hit(s) from the trigram index" in run("search", "ginx cach")[0]  # walked again
+    assert "1 hit(s) from the trigram index" in run("search", "ginx")[0]  # its first step again
 
 
 def test_a_query_with_no_hits_says_so_plainly(session):

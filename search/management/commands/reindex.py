@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
-from search import fts, pg, ranked, rows
+from search import fts, pg, pg_trigram, ranked, rows
 from sessions_app.analyze import analyze
 
 
@@ -60,6 +60,8 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             pg.install(cursor)  # recreate whatever is missing (functions, extensions, indexes)
             for statement in rows.page_function_statements(cursor.db):  # a page's reads
+                cursor.execute(statement)
+            for statement in pg_trigram.create_statements():  # a fragment's first step
                 cursor.execute(statement)
             names = list(pg.INDEX_NAMES.values())
             for name in tqdm(names, unit="index", desc="reindex", file=self.stderr):
