@@ -81,8 +81,11 @@ DROP_HEAD_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_FUNCTION}(varchar, text, bi
 # (EXECUTE: for its own words). Both give ``(id, score, count)``, which come as ``(NULL, NULL,
 # count, NULL, NULL, NULL, id, score)``; the score goes through text so that it is the value the
 # statement's ``real`` would have given. The query is built from the route's phrases as the
-# statement builds it (search.backends.postgres._tsquery); a phrase's words count, a prefix's
-# do not (a prefix of a rare word can be common).
+# statement builds it (search.backends.postgres._tsquery). In a phrase asked as a prefix (its
+# last word a prefix) a word counts as common when a common word starts with it: for the
+# prefix, the planner's own rule (it estimates a prefix no listed word starts with as it does a
+# word not listed, so it would choose the index's plan), and for the phrase's other words no
+# less than their own listing.
 HEAD_OR_FUNCTION = "hermes_ranked_head_or"
 HEAD_OR_ARGUMENTS = (
     "varchar, text, bigint, integer, text, text[], boolean[], integer, integer, integer"
@@ -96,9 +99,14 @@ CREATE_HEAD_OR_FUNCTION = _head_function(
             v_words := hermes_words(p_phrases[i]);
             v_part := hermes_phrase(v_words, p_prefixes[i]);
             v_query := CASE WHEN i = 1 THEN v_part ELSE v_query && v_part END;
-            IF NOT v_rare AND NOT p_prefixes[i] THEN
+            IF NOT v_rare THEN
                 FOREACH v_lexeme IN ARRAY tsvector_to_array(to_tsvector('simple', v_words)) LOOP
-                    PERFORM FROM {pg.COMMON} c WHERE c.idx = p_idx AND c.lexeme = v_lexeme;
+                    IF p_prefixes[i] THEN
+                        PERFORM FROM {pg.COMMON} c
+                            WHERE c.idx = p_idx AND starts_with(c.lexeme, v_lexeme);
+                    ELSE
+                        PERFORM FROM {pg.COMMON} c WHERE c.idx = p_idx AND c.lexeme = v_lexeme;
+                    END IF;
                     IF NOT FOUND THEN
                         v_rare := true;
                         EXIT;

@@ -145,19 +145,27 @@ def test_on_postgresql_the_lookup_runs_the_routes_statement_only_for_a_query_wit
 def test_on_postgresql_a_rare_query_is_read_through_the_kept_plan_and_not_the_statement(db):
     """A word the statistics do not count common makes the query rare: its window is read by
     search.pg.RARE_WINDOW, and the route's statement (which would fail here) never runs. A
-    prefix does not make a query rare (a rare word's prefix can be common): its statement runs."""
+    prefix is rare when no common word starts with it (the planner's own estimate), and not
+    when one does: then its statement runs."""
     channel = create_channel("ranked-rare")[0]
     failing = "SELECT 1 / 0, 0.5::real, 1::bigint"
     with connection.cursor() as cursor:
         pg.count_as_common(cursor, "common")
     with connection.cursor() as cursor:
-        for phrases in ((("common", False), ("rarest", False)), (("common rarest", False),)):
+        for phrases in (
+            (("common", False), ("rarest", False)),
+            (("common rarest", False),),
+            (("rarest", True),),
+            (("rarest comm", True),),
+            (("common", False), ("comm", True), ("rarest", True)),
+        ):
             window = ranked.Window(phrases, 100, 5, 0)
             best, rows = ranked.lookup_or(cursor, "words", "x", channel.pk, 5, failing, window)
-            assert (best, rows) == (None, [])  # nothing matched, and nothing failed
+            assert (best, rows) == (None, []), phrases  # nothing matched, and nothing failed
         for phrases in (
             (("common", False),),
-            (("rarest", True),),
+            (("comm", True),),  # "common" starts with it
+            (("common comm", True),),
             (("common", False), ("", False)),
         ):
             window = ranked.Window(phrases, 100, 5, 0)
@@ -239,7 +247,8 @@ def _first_pages(query: str, filters: Filters) -> tuple[list, int]:
     connection.vendor != "postgresql", reason="PostgreSQL only: SQLite plans in process"
 )
 @pytest.mark.parametrize(
-    "query", ["alpha", "filler3 alpha", '"alpha filler0 filler1"', "数据库 集群"]
+    "query",
+    ["alpha", "filler3 alpha", '"alpha filler0 filler1"', "数据库 集群", "alph*", "filler3 alph*"],
 )
 @pytest.mark.parametrize("scoped", [True, False])
 def test_on_postgresql_the_kept_plan_gives_the_page_the_planned_statement_gives(db, query, scoped):
@@ -822,3 +831,28 @@ def test_on_postgresql_the_common_words_follow_the_statistics_and_are_written_on
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'sessions_app_message'::regclass")
         pg.refresh_common(cursor)
     assert listed() == set()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite has no such function"
+)
+def test_on_postgresql_the_head_or_function_the_migrations_made_is_the_one_the_code_makes(db):
+    """A change to search.ranked.HEAD_OR_FUNCTION needs a migration that makes it again (each
+    keeps the text it made): this fails until it has one."""
+
+    def made() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_get_function_arguments(oid), pg_get_function_result(oid), prosrc "
+                "FROM pg_proc WHERE proname = %s",
+                [ranked.HEAD_OR_FUNCTION],
+            )
+            return cursor.fetchall()
+
+    before = made()
+    assert len(before) == 1
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(ranked.CREATE_HEAD_OR_FUNCTION)
+        assert made() == before
+        transaction.set_rollback(True)
