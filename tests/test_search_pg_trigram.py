@@ -486,3 +486,37 @@ def test_the_trigram_functions_the_migrations_made_are_the_ones_the_code_makes(d
             cursor.execute(statement)
         assert made() == before
         transaction.set_rollback(True)
+
+
+def test_a_fragment_in_a_history_shorter_than_the_probe_is_found_by_the_probe_alone(db):
+    """The smallest histories: none, one row, two. The probe then covers every row, so the first
+    step's call reads no index, and finds each match or says there is none."""
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.query import parse
+
+    channel = create_channel("trigram-tiny")[0]
+    session = services.open_session(channel, model="gpt-4o").session
+    route = next(r for r in parse("数据库dense").routes if r.index == "trigram")
+    filters = Filters(channel_id=channel.pk, rank_window=100).resolved()
+    with transaction.atomic():
+        assert postgres.run_fts(route, filters, 20, 0)[0] == []  # no rows at all
+    said = []
+    for text in ("the 数据库dense cache", "nothing here"):
+        said += services.append_messages(
+            session, [{"role": "user", "content": text}], run_hooks=False
+        ).messages
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            page, capped, count, _ = postgres.run_fts(route, filters, 20, 0)
+        assert ([pk for pk, _ in page], capped, count) == ([said[0].pk], False, 1)
+        assert len(_walks(queries)) == 1  # the first step's one call, nothing more
+    with transaction.atomic():  # a fragment no row has
+        assert (
+            postgres.run_fts(
+                next(r for r in parse("数据库absent").routes if r.index == "trigram"),
+                filters,
+                20,
+                0,
+            )[0]
+            == []
+        )

@@ -24,14 +24,19 @@ from search.fts import MESSAGE_TABLE
 from search.query import Route
 
 
+def _folds() -> dict[str, frozenset[str]] | None:
+    """This database's case folds (search.pg.case_folds), read once per database."""
+    settings = connection.settings_dict
+    with connection.cursor() as cursor:
+        return pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
+
+
 def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[list[str], list]:
     """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are: LIKE
     on each case variant where there are few (a CJK or punctuation needle has one), ILIKE
     otherwise -- the same rows either way, LIKE at a fraction of ILIKE's cost per row.
     ``narrowed`` (walks only, see pg.narrowed_match): ILIKE only where LIKE found a piece."""
-    settings = connection.settings_dict
-    with connection.cursor() as cursor:
-        folds = pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
+    folds = _folds()
     clauses: list[str] = []
     params: list = []
     for needle in needles:
@@ -53,9 +58,7 @@ def _first_patterns(needle: str) -> tuple[list[str] | None, str | None]:
     """A fragment's patterns as search.pg_trigram.FIRST takes them: its case variants for LIKE
     and no ILIKE pattern, or a two-character piece's variants (the probe's narrowing, or none)
     and the ILIKE pattern -- the clauses _like_clauses writes out for it."""
-    settings = connection.settings_dict
-    with connection.cursor() as cursor:
-        folds = pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
+    folds = _folds()
     variants = pg.case_variants(needle, folds)
     if variants is not None:
         return [like_pattern(v) for v in variants], None
