@@ -702,19 +702,24 @@ def _plain_gets(conn, path: str, n: int, idle: float = 0) -> list[float]:
     return samples
 
 
-def wsgi_floor() -> tuple[list[float], list[float]]:
+def wsgi_floor(raw: bool = False) -> tuple[list[float], list[float]]:
     """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
-    what gunicorn and this client cost with no Django at all, back to back and after a pause."""
+    what gunicorn and this client cost with no Django at all, back to back and after a pause.
+    With ``raw``, the constant from one Python thread on a socket instead of gunicorn: what the
+    machine costs a request with no HTTP server at all."""
     import http.client
 
     from django.conf import settings
 
     server = settings.HERMES.server
     port = free_port()
-    gunicorn = [sys.executable, "-m", "gunicorn", "bench._wsgi_floor:app", "-k", "gthread"]
-    gunicorn += ["-w", str(server.web_workers), "--threads", str(server.web_threads)]
-    gunicorn += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
-    process = subprocess.Popen(gunicorn, cwd=ROOT)
+    if raw:
+        command = [sys.executable, str(ROOT / "bench" / "_wsgi_floor.py"), str(port)]
+    else:
+        command = [sys.executable, "-m", "gunicorn", "bench._wsgi_floor:app", "-k", "gthread"]
+        command += ["-w", str(server.web_workers), "--threads", str(server.web_threads)]
+        command += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
+    process = subprocess.Popen(command, cwd=ROOT)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -884,6 +889,9 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
             hot, idle = wsgi_floor()
             over_http["floor: a constant, gunicorn alone"] = {"first": [], "steady": hot}
             over_http[f"floor: the same after {IDLE_MS} ms idle"] = {"first": [], "steady": idle}
+            hot, idle = wsgi_floor(raw=True)
+            over_http["floor: a constant, one thread on a socket"] = {"first": [], "steady": hot}
+            over_http[f"floor: the socket after {IDLE_MS} ms idle"] = {"first": [], "steady": idle}
 
     name = "PostgreSQL" if backend == "postgresql" else "SQLite"
     print(f"\n## {size:,} messages, {name}\n")
