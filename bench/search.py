@@ -22,10 +22,11 @@ filter). Where each fact's one message ranks on its first lookup; where a common
 match, planted in the oldest tenth, ranks. On PostgreSQL every kind is measured without planner
 statistics (a fresh load or a restore) and analyzed; analyzed, each rare fact's first answer is
 timed again both ways in turn -- its window read through the kept plan of a rare word
-(search.pg.RARE_WINDOW) and planned for its words, the baseline -- and the last table puts its
-first answers beside SQLite's. ``--http`` then serves the corpus (``manage.py serve``: gunicorn
-and its worker) and asks every query through ``GET /api/v1/search`` again, first and later,
-beside the in-process answers.
+(search.pg.RARE_WINDOW) and planned for its words, the baseline -- and again with page one read
+in its lookup's round trip (search.rows.FirstPage) and after it, the baseline; the last table
+puts its first answers beside SQLite's. ``--http`` then serves the corpus (``manage.py
+serve``: gunicorn and its worker) and asks every query through ``GET /api/v1/search`` again,
+first and later, beside the in-process answers.
 """
 
 from __future__ import annotations
@@ -657,6 +658,64 @@ def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
     return out
 
 
+def page_along_against_after() -> dict[str, dict[str, list[float]]]:
+    """PostgreSQL: each rare fact's first full answer as shipped -- page one's hits and windows
+    read in the lookup's round trip (search.rows.FirstPage) -- and the same first answer with the
+    page read after the lookup, its own round trip (the baseline). Per query both, one after the
+    other, the order alternating."""
+    from django.db import connection
+
+    from search import ranked
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.service import search
+    from sessions_app.models import Channel
+
+    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
+    shipped = postgres.take_expected_first_page
+    out: dict[str, dict[str, list[float]]] = {}
+
+    def first(q: str, along: bool) -> float:
+        with connection.cursor() as cursor:
+            ranked.clear(cursor)
+        ranked._asked.clear()
+        postgres.take_expected_first_page = shipped if along else lambda: None
+        try:
+            seconds = search(q, api, limit=20, window=2).total_seconds
+        finally:
+            postgres.take_expected_first_page = shipped
+        ranked.drain(30)
+        return seconds
+
+    for n, (kind, facts) in enumerate(FACTS.items()):
+        m: dict[str, list[float]] = {"along": [], "after": []}
+        for i, (_, q) in enumerate(facts):
+            for along in (True, False) if (n + i) % 2 else (False, True):
+                m["along" if along else "after"].append(first(q, along))
+        out[kind] = m
+    return out
+
+
+def _page_along_table(compared: dict[str, dict[str, list[float]]]) -> None:
+    print(
+        "\nA rare fact's first full answer with page one read in the lookup's round trip "
+        "(hermes_ranked_head_or_page) or after it, in a round trip of its own (the baseline), "
+        "each query both ways in turn (analyzed; the trigram kinds read their page after their "
+        "lookup either way):\n"
+    )
+    print(
+        "| query kind | along p50 ms | along p95 ms | after p50 ms | after p95 ms "
+        "| after / along, p50 (x) |"
+    )
+    print("|---|" + "---:|" * 5)
+    for kind, m in compared.items():
+        along, after = _ms(m["along"], 0.5), _ms(m["after"], 0.5)
+        print(
+            f"| {kind} | {along:.2f} | {_ms(m['along'], 0.95):.2f} | {after:.2f} "
+            f"| {_ms(m['after'], 0.95):.2f} | {after / along:.2f} |"
+        )
+
+
 def _kept_plan_table(compared: dict[str, dict[str, list[float]]]) -> None:
     print(
         "\nA rare fact's first full answer through the kept plans (a rare word's window: "
@@ -869,6 +928,7 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         measured["analyzed"] = measure(repeat, parts)
         planted["analyzed"] = planted_first()
         compared = kept_plan_against_planned() if backend == "postgresql" else None
+        along = page_along_against_after() if backend == "postgresql" else None
         over_http = None
         if http:
             from search import ranked
@@ -913,6 +973,8 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         print(f"\n{planted[state]}")
     if compared is not None:
         _kept_plan_table(compared)
+    if along is not None:
+        _page_along_table(along)
     if over_http is not None:
         _http_table(over_http, measured["analyzed"])
     if results is not None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
+from search import rows
 from search.fts import MESSAGE_TABLE
 
 # The tables and functions (their schema); the names stay readable here as search.ranked's.
@@ -40,11 +41,13 @@ from search.ranked_schema import (  # noqa: F401
     ALL_CHANNELS,
     CREATE_HEAD_FUNCTION,
     CREATE_HEAD_OR_FUNCTION,
+    CREATE_HEAD_OR_PAGE_FUNCTION,
     DROP_HEAD_FUNCTION,
     DROP_HEAD_OR_FUNCTION,
     DROP_STATEMENTS,
     HEAD_FUNCTION,
     HEAD_OR_FUNCTION,
+    HEAD_OR_PAGE_FUNCTION,
     ROWS,
     TERMS,
     create_statements,
@@ -163,26 +166,38 @@ def lookup_or(
     first: int,
     statement: str,
     window: Window,
+    page: rows.FirstPage | None = None,
 ) -> tuple[Best | None, list[tuple] | None]:
     """``lookup`` with ``first`` on PostgreSQL; for a query without an entry, the first page of
     its newest ``window`` instead (``(id, score, count)``), read in the same call: by
     ``statement`` (a complete statement, its values in its text) or, for a rare query, by the
-    kept plan of search.pg.RARE_WINDOW. (the entry, None) or (None, the rows, in no order)."""
+    kept plan of search.pg.RARE_WINDOW. (the entry, None) or (None, the rows, in no order).
+    With ``page``, that window's page of hits and their windows come in the same round trip too
+    (HEAD_OR_PAGE_FUNCTION), kept for search.rows.read_page."""
     if not enabled():
         cursor.execute(statement)
         return None, cursor.fetchall()
+    function, more, more_params = HEAD_OR_FUNCTION, "", list[int]()
+    if page is not None:
+        function = HEAD_OR_PAGE_FUNCTION
+        more, more_params = rows.first_page_statements(page)
     cursor.execute(
-        f"SELECT * FROM {HEAD_OR_FUNCTION}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        f"SELECT * FROM {function}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s){more}",
         [
             index, expression, scope(channel_id), first, statement,
             [phrase for phrase, _ in window.phrases], [prefix for _, prefix in window.phrases],
-            window.size, window.limit, window.offset,
+            window.size, window.limit, window.offset, *more_params,
         ],
     )  # fmt: skip
-    rows = cursor.fetchall()
-    if rows and rows[0][0] is not None:
-        return _from_head(rows), None
-    return None, [(row[6], row[7], row[2]) for row in rows]
+    found = cursor.fetchall()
+    best, window_rows = None, None
+    if found and found[0][0] is not None:
+        best = _from_head(found)
+    else:
+        window_rows = [(row[6], row[7], row[2]) for row in found]
+    if page is not None:
+        rows.keep_first_page(cursor, page, window_rows)
+    return best, window_rows
 
 
 def _from_head(rows: list[tuple]) -> Best | None:

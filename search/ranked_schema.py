@@ -132,3 +132,39 @@ CREATE_HEAD_OR_FUNCTION = _head_function(
     v_rare boolean := false;""",
 )
 DROP_HEAD_OR_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_OR_FUNCTION}({HEAD_OR_ARGUMENTS})"
+
+# A query's first lookup on PostgreSQL whose answer may be its window's first page, which the
+# search reads next (search.rows.read_page): HEAD_OR_FUNCTION's rows, and the window rows' ids,
+# best first, kept in the transaction's setting PAGE_SETTING, from which the page's two functions
+# read them in the same round trip (search.rows.first_page_statements). Without an entry the
+# page's hits and windows then come with the lookup: one round trip where there were two.
+HEAD_OR_PAGE_FUNCTION = "hermes_ranked_head_or_page"
+PAGE_SETTING = "hermes.first_page"
+CREATE_HEAD_OR_PAGE_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION {HEAD_OR_PAGE_FUNCTION}(
+    p_idx varchar, p_expression text, p_channel bigint, p_first integer, p_statement text,
+    p_phrases text[], p_prefixes boolean[], p_window integer, p_n integer, p_skip integer
+) RETURNS TABLE (
+    h_query bigint, h_upto bigint, h_matched bigint, h_floor double precision,
+    h_floor_id bigint, h_newest bigint, h_message bigint, h_score double precision
+) LANGUAGE plpgsql AS $$
+DECLARE
+    v_ids bigint[] := '{{}}';
+    v_scores double precision[] := '{{}}';
+BEGIN
+    FOR h_query, h_upto, h_matched, h_floor, h_floor_id, h_newest, h_message, h_score IN
+        SELECT * FROM {HEAD_OR_FUNCTION}(p_idx, p_expression, p_channel, p_first, p_statement,
+            p_phrases, p_prefixes, p_window, p_n, p_skip)
+    LOOP
+        RETURN NEXT;
+        IF h_query IS NULL AND h_message IS NOT NULL THEN
+            v_ids := v_ids || h_message;
+            v_scores := v_scores || h_score;
+        END IF;
+    END LOOP;
+    PERFORM set_config('{PAGE_SETTING}', (
+        SELECT coalesce(array_agg(u.id ORDER BY u.score, u.id), '{{}}')
+        FROM unnest(v_ids, v_scores) AS u(id, score))::text, true);
+END
+$$"""
+DROP_HEAD_OR_PAGE_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_OR_PAGE_FUNCTION}({HEAD_OR_ARGUMENTS})"

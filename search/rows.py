@@ -10,9 +10,10 @@ access, as a deferred field does, so a caller that wants more still gets it righ
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection
 from functools import lru_cache
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -21,6 +22,7 @@ from django.db.models.base import ModelState
 
 from core import plain
 from search import pg
+from search.ranked_schema import PAGE_SETTING
 from search.results import Nearby, nearby_join
 from sessions_app.models import Channel, Message, Session
 
@@ -134,6 +136,78 @@ def page_function_statements(db: BaseDatabaseWrapper) -> list[str]:
     ]
 
 
+class FirstPage(NamedTuple):
+    """The page a search will read if its first route's lookup answers with its window (page
+    one, no rolled-back rows): how many of the window's rows are its hits (a row past them is
+    the page's edge, read without a window) and its windows' slack (None: no windows)."""
+
+    size: int
+    slack: int | None
+
+
+class _Kept(NamedTuple):
+    pks: frozenset[int]
+    around: frozenset[int]
+    slack: int | None
+    hits: list[tuple]
+    nearby: list[tuple]
+
+
+_first = threading.local()  # this thread's search: .expected (FirstPage), .kept (_Kept)
+# The window's ids, best first, as search.ranked_schema.HEAD_OR_PAGE_FUNCTION keeps them for the
+# rest of the round trip ('' once a transaction has ended; nothing before it is first set).
+_KEPT_IDS = f"coalesce(nullif(current_setting('{PAGE_SETTING}', true), ''), '{{}}')::bigint[]"
+
+
+def expect_first_page(page: FirstPage | None) -> None:
+    """Set (or, with None, clear) the page this thread's search reads if its first lookup answers
+    with its window, and forget any rows kept for an earlier one."""
+    _first.expected, _first.kept = page, None
+
+
+def take_expected_first_page() -> FirstPage | None:
+    """The expected page, for the first lookup that can read it along (once per search)."""
+    page, _first.expected = getattr(_first, "expected", None), None
+    return page
+
+
+def first_page_statements(page: FirstPage) -> tuple[str, list]:
+    """The statements, to follow HEAD_OR_PAGE_FUNCTION's call in its round trip, that read the
+    page's hits and windows for the ids it kept."""
+    sql = f"; SELECT * FROM {PAGE_HITS}({_KEPT_IDS})"  # noqa: S608 - our names
+    if page.slack is None:
+        return sql, []
+    nearby = f"; SELECT * FROM {PAGE_NEARBY}(({_KEPT_IDS})[1:%s], %s)"  # noqa: S608 - our names
+    return sql + nearby, [page.size, page.slack]
+
+
+def keep_first_page(cursor, page: FirstPage, window: list[tuple] | None) -> None:
+    """Read the page's result sets that followed the lookup's; keep them for ``read_page`` when
+    the lookup answered with its window (``(id, score, count)`` rows), in the function's order."""
+    hits = cursor.fetchall() if cursor.nextset() else []
+    nearby = cursor.fetchall() if page.slack is not None and cursor.nextset() else []
+    if window is None:  # an entry: the function kept no ids, and read nothing
+        return
+    ids = [pk for pk, _ in sorted(((row[0], row[1]) for row in window), key=lambda r: (r[1], r[0]))]
+    _first.kept = _Kept(
+        frozenset(ids), frozenset(ids[: page.size]), page.slack, list(hits), list(nearby)
+    )
+
+
+def _kept_page(
+    pks: Collection[int], around: Collection[int], slack: int
+) -> tuple[list[tuple], list[tuple]] | None:
+    """The rows kept by the first lookup if they are these (then forgotten either way)."""
+    kept, _first.kept = getattr(_first, "kept", None), None
+    if kept is None or frozenset(pks) != kept.pks:
+        return None
+    if around:
+        same = kept.slack == slack and frozenset(around) == kept.around
+    else:
+        same = kept.slack is None
+    return (kept.hits, kept.nearby) if same else None
+
+
 def drop_page_function_statements() -> list[str]:
     return [
         f"DROP FUNCTION IF EXISTS {PAGE_HITS}(bigint[])",
@@ -182,26 +256,13 @@ def read_page(
     db = connections[DEFAULT_DB_ALIAS]
     sql, converters = _reader(db)
     nearby: dict[int, list[Nearby]] = {}
-    with db.cursor() as cursor:
-        if db.vendor == "postgresql":  # one round trip, two results
-            statement = f"SELECT * FROM {PAGE_HITS}(%s::bigint[])"  # noqa: S608 - our names
-            params: list = [list(pks)]
-            if around:
-                statement += f"; SELECT * FROM {PAGE_NEARBY}(%s::bigint[], %s)"  # noqa: S608
-                params += [list(around), slack]
-            cursor.execute(statement, params)
-            fetched = cursor.fetchall()
-            rows = cursor.fetchall() if around and cursor.nextset() else []
-        else:
-            cursor.execute(f"{sql}IN ({', '.join(['%s'] * len(pks))})", list(pks))
-            fetched = cursor.fetchall()
-            rows = []
-            if around:
-                ids = f"IN ({', '.join(['%s'] * len(around))})"
-                cursor.execute(_nearby_statement(ids, "%s"), [*around, slack, slack])
-                rows = cursor.fetchall()
-        for row in rows:
-            nearby.setdefault(row[0], []).append(Nearby(row, 1))
+    kept = _kept_page(pks, around, slack)
+    if kept is not None:  # read along with the lookup (FirstPage)
+        fetched, rows = kept
+    else:
+        fetched, rows = _read_page(db, sql, pks, around, slack)
+    for near in rows:
+        nearby.setdefault(near[0], []).append(Nearby(near, 1))
     n_message, n_session = len(MESSAGE_COLUMNS), len(SESSION_COLUMNS)
     session_at = MESSAGE_COLUMNS.index("session_id")
     # The session's columns are converted once per session (a page's hits share a channel and
@@ -236,3 +297,27 @@ def read_page(
         message._state.fields_cache["session"] = session
         out[message.pk] = message
     return out, nearby
+
+
+def _read_page(
+    db: BaseDatabaseWrapper, sql: str, pks: Collection[int], around: Collection[int], slack: int
+) -> tuple[list[tuple], list[tuple]]:
+    with db.cursor() as cursor:
+        if db.vendor == "postgresql":  # one round trip, two results
+            statement = f"SELECT * FROM {PAGE_HITS}(%s::bigint[])"  # noqa: S608 - our names
+            params: list = [list(pks)]
+            if around:
+                statement += f"; SELECT * FROM {PAGE_NEARBY}(%s::bigint[], %s)"  # noqa: S608
+                params += [list(around), slack]
+            cursor.execute(statement, params)
+            fetched = cursor.fetchall()
+            rows = cursor.fetchall() if around and cursor.nextset() else []
+        else:
+            cursor.execute(f"{sql}IN ({', '.join(['%s'] * len(pks))})", list(pks))
+            fetched = cursor.fetchall()
+            rows = []
+            if around:
+                ids = f"IN ({', '.join(['%s'] * len(around))})"
+                cursor.execute(_nearby_statement(ids, "%s"), [*around, slack, slack])
+                rows = cursor.fetchall()
+    return fetched, rows

@@ -139,6 +139,11 @@ def search(
     before = offset - start
     answer = _Answer([])
     substrings_searched = False
+    # Page one's hits and windows can come with the first route's lookup (search.rows.FirstPage).
+    first_page = None
+    if offset == 0 and not filters.include_rolled_back:
+        first_page = rows.FirstPage(limit, results.window_slack(window) if window else None)
+    rows.expect_first_page(first_page)
     for route in parsed.routes:
         if route.index == "scan" and substrings_searched:
             # The trigram route matched every term as a substring, case-blind, in the same rows
@@ -159,6 +164,7 @@ def search(
         substrings_searched = substrings_searched or (
             route.index == "trigram" and answer.matched == 0
         )
+    rows.take_expected_first_page()  # no later read takes it
     found = answer.found
     page = found[before : before + limit]
     edges = [pk for pk, _ in found[:before] + found[before + limit :]]
@@ -193,6 +199,7 @@ def search(
     ordered = [(pk, score, False) for pk, score in page]
     ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
     result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
+    rows.expect_first_page(None)  # what the lookup read along and the page did not take
     result.total_seconds = time.perf_counter() - started
     ranked.flush()  # the refreshes asked for go to the enqueuer thread (search.ranked)
     SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)

@@ -520,9 +520,10 @@ def test_a_lookup_reads_its_query_and_kept_rows_through_their_keys(db):
         assert search("alpha", filters, limit=5).ranked_within is None
     if connection.vendor == "postgresql":
         # One call (the entry, the newest id, the first kept rows, read by HEAD_FUNCTION within
-        # HEAD_OR_FUNCTION); what it runs, the tables' counters say: not one of them read whole.
+        # HEAD_OR_FUNCTION, itself within HEAD_OR_PAGE_FUNCTION, which reads page one along when
+        # there is no entry); what it runs, the tables' counters say: not one of them read whole.
         called = [sql.split("(")[0].split()[-1] for sql, _ in statements]
-        assert called == [ranked.HEAD_OR_FUNCTION]
+        assert called == [ranked.HEAD_OR_PAGE_FUNCTION]
         scans = _scans()
         with connection.cursor() as cursor:
             best = ranked.lookup(cursor, "words", '"alpha"', channel.pk, 6)
@@ -779,9 +780,19 @@ def test_on_postgresql_the_head_or_function_migrations_go_back_and_forth():
             cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = ANY(%s)", [names])
             return cursor.fetchone()[0] == 3
 
+    def with_page() -> bool:  # search 0016's
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_proc WHERE proname = %s", [ranked.HEAD_OR_PAGE_FUNCTION]
+            )
+            return cursor.fetchone()[0] == 1
+
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes()
-    assert present() and arguments() == 10 and common() and trigram_first()
+    assert present() and arguments() == 10 and common() and trigram_first() and with_page()
+    executor.migrate([("search", "0015_rare_prefix")])
+    assert present() and arguments() == 10 and not with_page()
+    executor = MigrationExecutor(connection)
     executor.migrate([("search", "0012_ranked_head_or_function")])
     assert present() and arguments() == 5 and not common() and not trigram_first()
     executor = MigrationExecutor(connection)
@@ -789,7 +800,7 @@ def test_on_postgresql_the_head_or_function_migrations_go_back_and_forth():
     assert not present()
     executor = MigrationExecutor(connection)
     executor.migrate(leaves)
-    assert present() and arguments() == 10 and common() and trigram_first()
+    assert present() and arguments() == 10 and common() and trigram_first() and with_page()
 
 
 @pytest.mark.postgres
@@ -856,3 +867,121 @@ def test_on_postgresql_the_head_or_function_the_migrations_made_is_the_one_the_c
         cursor.execute(ranked.CREATE_HEAD_OR_FUNCTION)
         assert made() == before
         transaction.set_rollback(True)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite has no such function"
+)
+def test_on_postgresql_the_head_or_page_function_the_migrations_made_is_the_one_the_code_makes(db):
+    """A change to search.ranked.HEAD_OR_PAGE_FUNCTION needs a migration that makes it again."""
+
+    def made() -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_get_function_arguments(oid), pg_get_function_result(oid), prosrc, "
+                "provolatile FROM pg_proc WHERE proname = %s",
+                [ranked.HEAD_OR_PAGE_FUNCTION],
+            )
+            return cursor.fetchall()
+
+    before = made()
+    assert len(before) == 1
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(ranked.CREATE_HEAD_OR_PAGE_FUNCTION)
+        assert made() == before
+        transaction.set_rollback(True)
+
+
+def _answers(query: str, filters: Filters, **page) -> list[dict]:
+    """Each page's whole answer as the API serialises it, every lookup a first one."""
+    from search.api import serialize
+
+    answers = []
+    for offset in (0, page.get("limit", 20)):
+        with connection.cursor() as cursor:
+            ranked.clear(cursor)
+        ranked._asked.clear()
+        result = search(query, filters, offset=offset, **page)
+        answers.append(serialize(result, page.get("limit", 20), offset))
+    return answers
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite reads in process"
+)
+@pytest.mark.parametrize(
+    "query", ["alpha", "filler3", "filler3 alpha", '"alpha filler0"', "数据库", "alph*", "nowhere"]
+)
+@pytest.mark.parametrize(("limit", "window"), [(3, 2), (20, 0), (1, 5)])
+def test_on_postgresql_page_one_read_with_its_lookup_is_the_page_read_after_it(
+    db, monkeypatch, query, limit, window
+):
+    """The hits, windows, excerpts, bookmarks and counts of page one (and page two, which reads
+    after its lookup as before) are the same whether page one's rows came in the lookup's round
+    trip (search.rows.FirstPage) or were read after it -- the window's rows past the page, and
+    a window of rows in other channels or rolled back, included."""
+    from search.backends import postgres
+
+    channel, session, _ = _conversation(f"ranked-page-{limit}-{window}", newer=40)
+    services.append_messages(
+        session,
+        [{"role": "user", "content": f"数据库 集群 alpha {n}"} for n in range(6)],
+        run_hooks=False,
+    )
+    other = create_channel(f"ranked-page-other-{limit}-{window}")[0]
+    services.append_messages(
+        services.open_session(other, model="gpt-4o").session,
+        [_said(3, FILLER[:5]) for _ in range(5)],
+        run_hooks=False,
+    )
+    filters = Filters(rank_window=20, channel_id=channel.pk)
+    sent: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    _answers(query, filters, limit=limit, window=window)  # what a process reads once, read
+    with connection.execute_wrapper(record):
+        along = _answers(query, filters, limit=limit, window=window)
+    reads_after = [sql for sql in sent if sql.startswith("SELECT * FROM hermes_page_hits(%s")]
+    sent_along, sent = sent, []
+    monkeypatch.setattr(postgres, "take_expected_first_page", lambda: None)
+    with connection.execute_wrapper(record):
+        after = _answers(query, filters, limit=limit, window=window)
+    assert along == after
+    # Page one came along when the first route (words or bigram) answered it; page two (an
+    # offset) and a page another route answered were read after their lookups. Nothing else
+    # was read again (a window short of rows is read again: the rows along were all of them).
+    read_along = along[0]["hits"] and along[0]["tried"] == [along[0]["index"]] != ["trigram"]
+    pages = sum(bool(answer["hits"]) for answer in along)
+    assert len(reads_after) == pages - bool(read_along), sent_along
+    assert len(sent) - len(sent_along) == bool(read_along), (sent_along, sent)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite reads in process"
+)
+def test_on_postgresql_rows_read_along_are_used_only_by_the_page_they_were_read_for(db):
+    """A search whose lookup finds a kept entry (its page then read from the kept rows) or whose
+    first route finds nothing reads its page itself: nothing read along is ever shown for
+    another page."""
+    from search import rows
+
+    channel, _, _ = _conversation("ranked-page-entry", newer=150)
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    first = search("alpha", filters, limit=5)  # fills its window: the worker keeps its rows
+    assert first.ranked_within == 100
+    kept = search("alpha", filters, limit=5)  # the entry: the function kept no window ids
+    assert kept.ranked_within is None and [h.message.pk for h in kept.hits]
+    assert getattr(rows._first, "kept", None) is None and rows.take_expected_first_page() is None
+    rows.expect_first_page(rows.FirstPage(5, 3))
+    rows._first.kept = rows._Kept(frozenset({1, 2}), frozenset({1}), 3, [], [])
+    assert rows._kept_page([1, 2], [1], 4) is None  # another slack: not these rows
+    assert rows._first.kept is None  # and forgotten
+    rows._first.kept = rows._Kept(frozenset({1, 2}), frozenset({1}), 3, [("hit",)], [])
+    assert rows._kept_page([2, 1], [1], 3) == ([("hit",)], [])
+    rows.expect_first_page(None)

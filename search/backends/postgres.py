@@ -22,6 +22,7 @@ from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 from search.query import Route
+from search.rows import take_expected_first_page
 
 
 def _folds() -> dict[str, frozenset[str]] | None:
@@ -356,8 +357,19 @@ def run_fts(
             window = [*query_params, *params, filters.rank_window_size, limit, offset]
             statement = connection.ops.compose_sql(sql, window)  # type: ignore[attr-defined]
             head = ranked.Window(route.phrases, filters.rank_window_size, limit, offset)
+            # The page the search reads next, if this window answers: along, in this round trip.
+            along = take_expected_first_page()
+            if along is not None and (offset or limit != along.size + 1):
+                along = None  # not the page expected
             best, rows = ranked.lookup_or(
-                cursor, route.index, route.expression, filters.channel_id, first, statement, head
+                cursor,
+                route.index,
+                route.expression,
+                filters.channel_id,
+                first,
+                statement,
+                head,
+                along,
             )
             if rows is not None:  # the function's rows come unordered: the window's order
                 rows.sort(key=lambda row: (row[1], row[0]))
