@@ -17,12 +17,18 @@ from __future__ import annotations
 
 from search.fts import MESSAGE_TABLE
 from search.pg import INDEX, INDEXED, MAX_VARIANTS, WALK
+from search.ranked_schema import PAGE_SETTING
 
 FIRST = "hermes_trigram_first"
+# FIRST for a search's page one (search.rows.FirstPage): where the probe found nothing, the
+# first p_page rows of the index read, newest first, kept in the transaction's setting
+# search.ranked_schema.PAGE_SETTING for the page's functions in the same round trip.
+FIRST_PAGE = "hermes_trigram_first_page"
 PROBE = "hermes_trigram_probe"
 INDEX_READ = "hermes_trigram_index"
 TOOL = "hermes_tool_text(m.tool_calls)"
 SIGNATURE = "(text[], text, bigint, bigint, bigint, integer, integer)"
+PAGE_SIGNATURE = "(text[], text, bigint, bigint, bigint, integer, integer, integer)"
 # One generic plan each, made at the first call: a custom plan, made for each call's patterns,
 # is the planning this saves (and the plan is the settings' whatever the patterns).
 KEPT = {"plan_cache_mode": "force_generic_plan"}
@@ -97,11 +103,20 @@ def create_statements() -> list[str]:
         "IF NOT FOUND AND v_lower > p_lowest THEN "
         f"RETURN QUERY SELECT i.r_id, true, true FROM {INDEX_READ}(p_like, p_pattern, "
         "p_channel, p_lowest, v_lower, p_n) i; END IF; END $$",
+        f"CREATE OR REPLACE FUNCTION {FIRST_PAGE}(p_like text[], p_pattern text, "
+        "p_channel bigint, p_lowest bigint, p_upper bigint, p_probe integer, p_n integer, "
+        "p_page integer) RETURNS TABLE (r_id bigint, r_keep boolean, r_indexed boolean) "
+        "LANGUAGE plpgsql AS $$ DECLARE v_ids bigint[] := '{}'; BEGIN "
+        f"FOR r_id, r_keep, r_indexed IN SELECT * FROM {FIRST}(p_like, p_pattern, p_channel, "
+        "p_lowest, p_upper, p_probe, p_n) LOOP RETURN NEXT; "
+        "IF r_indexed AND cardinality(v_ids) < p_page THEN v_ids := v_ids || r_id; END IF; "
+        f"END LOOP; PERFORM set_config('{PAGE_SETTING}', v_ids::text, true); END $$",
     ]
 
 
 def drop_statements() -> list[str]:
     return [
+        f"DROP FUNCTION IF EXISTS {FIRST_PAGE}{PAGE_SIGNATURE}",
         f"DROP FUNCTION IF EXISTS {FIRST}{SIGNATURE}",
         f"DROP FUNCTION IF EXISTS {INDEX_READ}(text[], text, bigint, bigint, bigint, integer)",
         f"DROP FUNCTION IF EXISTS {PROBE}(text[], text, bigint, bigint, bigint)",

@@ -196,7 +196,7 @@ def lookup_or(
     else:
         window_rows = [(row[6], row[7], row[2]) for row in found]
     if page is not None:
-        rows.keep_first_page(cursor, page, window_rows)
+        rows.keep_first_page(cursor, page)
     return best, window_rows
 
 

@@ -181,17 +181,15 @@ def first_page_statements(page: FirstPage) -> tuple[str, list]:
     return sql + nearby, [page.size, page.slack]
 
 
-def keep_first_page(cursor, page: FirstPage, window: list[tuple] | None) -> None:
-    """Read the page's result sets that followed the lookup's; keep them for ``read_page`` when
-    the lookup answered with its window (``(id, score, count)`` rows), in the function's order."""
+def keep_first_page(cursor, page: FirstPage) -> None:
+    """Read the page's result sets that followed the lookup's and keep them for ``read_page``,
+    which takes them only if they are the rows it would read itself (the same hits, and windows
+    around the same hits with the same slack): each row names its hit."""
     hits = cursor.fetchall() if cursor.nextset() else []
     nearby = cursor.fetchall() if page.slack is not None and cursor.nextset() else []
-    if window is None:  # an entry: the function kept no ids, and read nothing
-        return
-    ids = [pk for pk, _ in sorted(((row[0], row[1]) for row in window), key=lambda r: (r[1], r[0]))]
-    _first.kept = _Kept(
-        frozenset(ids), frozenset(ids[: page.size]), page.slack, list(hits), list(nearby)
-    )
+    if hits:  # none: an entry, walks to come, or nothing found
+        pks, around = frozenset(row[0] for row in hits), frozenset(row[0] for row in nearby)
+        _first.kept = _Kept(pks, around, page.slack, list(hits), list(nearby))
 
 
 def _kept_page(

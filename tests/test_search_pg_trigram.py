@@ -468,7 +468,7 @@ def test_the_trigram_functions_the_migrations_made_are_the_ones_the_code_makes(d
     fails until it has one."""
     from search import pg_trigram
 
-    names = [pg_trigram.FIRST, pg_trigram.INDEX_READ, pg_trigram.PROBE]
+    names = [pg_trigram.FIRST, pg_trigram.FIRST_PAGE, pg_trigram.INDEX_READ, pg_trigram.PROBE]
 
     def made() -> list[tuple]:
         with connection.cursor() as cursor:

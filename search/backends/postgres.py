@@ -22,7 +22,13 @@ from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 from search.query import Route
-from search.rows import take_expected_first_page
+from search.rows import (
+    FirstPage,
+    expect_first_page,
+    first_page_statements,
+    keep_first_page,
+    take_expected_first_page,
+)
 
 
 def _folds() -> dict[str, frozenset[str]] | None:
@@ -133,9 +139,11 @@ def _trigram_candidates(
     above: int = 0,
     below: int | None = None,
     bounds: tuple[int | None, int | None] | None = None,
+    along: FirstPage | None = None,
 ) -> list[int]:
     """The newest ``want`` (``rank_window``) matching rows with ids between ``above`` and
     ``below`` (both left out; ``below``: the filters' ``before_id``, or none), newest first.
+    With ``along``, a first step answered by the index read brings page one's rows with it.
 
     Reading every match of a common fragment through the trigram index and sorting them by
     recency costs more the longer the history (at 1,000,000 messages, 130,000 rows for a common
@@ -189,11 +197,21 @@ def _trigram_candidates(
             lower = max(reached - rows, lowest)
             if not read and kept:
                 like, pattern = _first_patterns(needles[0])
-                cursor.execute(
-                    f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)",
-                    [like, pattern, filters.channel_id, lowest, reached, rows, want],
-                )
+                step = [like, pattern, filters.channel_id, lowest, reached, rows, want]
+                if along is None:
+                    cursor.execute(
+                        f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)", step
+                    )
+                else:  # page one's hits and windows too, if the index read is the answer
+                    more, more_params = first_page_statements(along)
+                    cursor.execute(
+                        f"SELECT * FROM {pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)"
+                        + more,
+                        [*step, along.size + 1, *more_params],
+                    )
                 first = cursor.fetchall()
+                if along is not None:
+                    keep_first_page(cursor, along)
                 if first and first[0][2]:  # the probe found nothing; these are the index's
                     return [row[0] for row in first]
                 matches = [(pk, keep) for pk, keep, _ in first]
@@ -265,7 +283,10 @@ def _run_trigram(
             is not None
         ):
             return answer
-    candidates = _trigram_candidates(route, filters, where, params, bounds=bounds)
+    along = take_expected_first_page()
+    if along is not None and (offset or limit != along.size + 1):
+        along = None  # not the page expected
+    candidates = _trigram_candidates(route, filters, where, params, bounds=bounds, along=along)
     capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
     slow = took > (ranked.SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
@@ -373,6 +394,8 @@ def run_fts(
             )
             if rows is not None:  # the function's rows come unordered: the window's order
                 rows.sort(key=lambda row: (row[1], row[0]))
+            if along is not None and best is None and not rows:
+                expect_first_page(along)  # nothing here: the next route's lookup may read it
 
         def over_every_match(best: ranked.Best) -> tuple | None:
             return _over_every_match(
