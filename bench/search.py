@@ -699,9 +699,9 @@ def page_along_against_after() -> dict[str, dict[str, list[float]]]:
 def _page_along_table(compared: dict[str, dict[str, list[float]]]) -> None:
     print(
         "\nA rare fact's first full answer with page one read in the lookup's round trip "
-        "(hermes_ranked_head_or_page) or after it, in a round trip of its own (the baseline), "
-        "each query both ways in turn (analyzed; the trigram kinds read their page after their "
-        "lookup either way):\n"
+        "(hermes_ranked_head_or_page; a fragment's: hermes_trigram_first_page, when its index "
+        "read is the answer) or after it, in a round trip of its own (the baseline), each query "
+        "both ways in turn (analyzed):\n"
     )
     print(
         "| query kind | along p50 ms | along p95 ms | after p50 ms | after p95 ms "
