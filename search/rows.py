@@ -154,8 +154,8 @@ class _Kept(NamedTuple):
 
 
 _first = threading.local()  # this thread's search: .expected (FirstPage), .kept (_Kept)
-# The window's ids, best first, as search.ranked_schema.HEAD_OR_PAGE_FUNCTION keeps them for the
-# rest of the round trip ('' once a transaction has ended; nothing before it is first set).
+# The page's ids as a lookup's function kept them for the rest of the round trip ('' once a
+# transaction has ended; nothing before it is first set).
 _KEPT_IDS = f"coalesce(nullif(current_setting('{PAGE_SETTING}', true), ''), '{{}}')::bigint[]"
 
 
@@ -172,8 +172,9 @@ def take_expected_first_page() -> FirstPage | None:
 
 
 def first_page_statements(page: FirstPage) -> tuple[str, list]:
-    """The statements, to follow HEAD_OR_PAGE_FUNCTION's call in its round trip, that read the
-    page's hits and windows for the ids it kept."""
+    """The statements that read the page's hits and windows for the ids a lookup's function
+    kept (search.ranked_schema.HEAD_OR_PAGE_FUNCTION, search.pg_trigram.FIRST_PAGE), to follow
+    its call in the same round trip."""
     sql = f"; SELECT * FROM {PAGE_HITS}({_KEPT_IDS})"  # noqa: S608 - our names
     if page.slack is None:
         return sql, []
