@@ -50,7 +50,17 @@ def test_finding_the_last_tool_call_reads_the_live_rows_index_backwards(session)
         .order_by("-position")
     )
     plan = _plan(query)
-    assert "msg_live_rows" in plan, plan
+    if connection.vendor == "sqlite":
+        assert "msg_live_rows" in plan, plan  # the composite index cannot seek a bare "active"
+    else:
+        # PostgreSQL seeks the live rows through either index ("active = true" in the composite
+        # one's condition); which it takes depends on the row counts earlier tests' ANALYZE
+        # left in pg_class (tests/test_search_pg_trigram.py before this file chose the other).
+        seeks_live = any(
+            "Index Cond" in line and "active = true" in line for line in plan.splitlines()
+        )
+        live_idx = "msg_live_idx" in plan and seeks_live
+        assert "msg_live_rows" in plan or live_idx, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
     assert pending_tool_calls(session) == set()
 
