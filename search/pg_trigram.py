@@ -28,7 +28,6 @@ PROBE = "hermes_trigram_probe"
 INDEX_READ = "hermes_trigram_index"
 TOOL = "hermes_tool_text(m.tool_calls)"
 SIGNATURE = "(text[], text, bigint, bigint, bigint, integer, integer)"
-PAGE_SIGNATURE = "(text[], text, bigint, bigint, bigint, integer, integer, integer)"
 # One generic plan each, made at the first call: a custom plan, made for each call's patterns,
 # is the planning this saves (and the plan is the settings' whatever the patterns).
 KEPT = {"plan_cache_mode": "force_generic_plan"}
@@ -111,13 +110,4 @@ def create_statements() -> list[str]:
         "p_lowest, p_upper, p_probe, p_n) LOOP RETURN NEXT; "
         "IF r_indexed AND cardinality(v_ids) < p_page THEN v_ids := v_ids || r_id; END IF; "
         f"END LOOP; PERFORM set_config('{PAGE_SETTING}', v_ids::text, true); END $$",
-    ]
-
-
-def drop_statements() -> list[str]:
-    return [
-        f"DROP FUNCTION IF EXISTS {FIRST_PAGE}{PAGE_SIGNATURE}",
-        f"DROP FUNCTION IF EXISTS {FIRST}{SIGNATURE}",
-        f"DROP FUNCTION IF EXISTS {INDEX_READ}(text[], text, bigint, bigint, bigint, integer)",
-        f"DROP FUNCTION IF EXISTS {PROBE}(text[], text, bigint, bigint, bigint)",
     ]

@@ -177,26 +177,22 @@ def lookup_or(
     if not enabled():
         cursor.execute(statement)
         return None, cursor.fetchall()
-    function, more, more_params = HEAD_OR_FUNCTION, "", list[int]()
-    if page is not None:
-        function = HEAD_OR_PAGE_FUNCTION
-        more, more_params = rows.first_page_statements(page)
-    cursor.execute(
-        f"SELECT * FROM {function}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s){more}",
+    function = HEAD_OR_FUNCTION if page is None else HEAD_OR_PAGE_FUNCTION
+    found = rows.call_with_first_page(
+        cursor,
+        f"SELECT * FROM {function}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         [
             index, expression, scope(channel_id), first, statement,
             [phrase for phrase, _ in window.phrases], [prefix for _, prefix in window.phrases],
-            window.size, window.limit, window.offset, *more_params,
+            window.size, window.limit, window.offset,
         ],
+        page,
     )  # fmt: skip
-    found = cursor.fetchall()
     best, window_rows = None, None
     if found and found[0][0] is not None:
         best = _from_head(found)
     else:
         window_rows = [(row[6], row[7], row[2]) for row in found]
-    if page is not None:
-        rows.keep_first_page(cursor, page)
     return best, window_rows
 
 

@@ -136,7 +136,7 @@ DROP_HEAD_OR_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_OR_FUNCTION}({HEAD_OR_AR
 # A query's first lookup on PostgreSQL whose answer may be its window's first page, which the
 # search reads next (search.rows.read_page): HEAD_OR_FUNCTION's rows, and the window rows' ids,
 # best first, kept in the transaction's setting PAGE_SETTING, from which the page's two functions
-# read them in the same round trip (search.rows.first_page_statements). Without an entry the
+# read them in the same round trip (search.rows.call_with_first_page). Without an entry the
 # page's hits and windows then come with the lookup: one round trip where there were two.
 HEAD_OR_PAGE_FUNCTION = "hermes_ranked_head_or_page"
 PAGE_SETTING = "hermes.first_page"
@@ -167,4 +167,3 @@ BEGIN
         FROM unnest(v_ids, v_scores) AS u(id, score))::text, true);
 END
 $$"""
-DROP_HEAD_OR_PAGE_FUNCTION = f"DROP FUNCTION IF EXISTS {HEAD_OR_PAGE_FUNCTION}({HEAD_OR_ARGUMENTS})"

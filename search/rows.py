@@ -160,37 +160,40 @@ _KEPT_IDS = f"coalesce(nullif(current_setting('{PAGE_SETTING}', true), ''), '{{}
 
 
 def expect_first_page(page: FirstPage | None) -> None:
-    """Set (or, with None, clear) the page this thread's search reads if its first lookup answers
-    with its window, and forget any rows kept for an earlier one."""
+    """Set (or, with None, clear) the page this thread's search reads if a lookup answers with
+    its first rows, and forget any rows kept for an earlier one."""
     _first.expected, _first.kept = page, None
 
 
-def take_expected_first_page() -> FirstPage | None:
-    """The expected page, for the first lookup that can read it along (once per search)."""
-    page, _first.expected = getattr(_first, "expected", None), None
-    return page
+def first_page(limit: int, offset: int) -> FirstPage | None:
+    """The page a lookup of ``limit`` rows from ``offset`` can read along: the expected one, if
+    this lookup is for it (page one, its hits and the row past them)."""
+    page = getattr(_first, "expected", None)
+    return page if page is not None and not offset and limit == page.size + 1 else None
 
 
-def first_page_statements(page: FirstPage) -> tuple[str, list]:
-    """The statements that read the page's hits and windows for the ids a lookup's function
-    kept (search.ranked_schema.HEAD_OR_PAGE_FUNCTION, search.pg_trigram.FIRST_PAGE), to follow
-    its call in the same round trip."""
-    sql = f"; SELECT * FROM {PAGE_HITS}({_KEPT_IDS})"  # noqa: S608 - our names
-    if page.slack is None:
-        return sql, []
-    nearby = f"; SELECT * FROM {PAGE_NEARBY}(({_KEPT_IDS})[1:%s], %s)"  # noqa: S608 - our names
-    return sql + nearby, [page.size, page.slack]
-
-
-def keep_first_page(cursor, page: FirstPage) -> None:
-    """Read the page's result sets that followed the lookup's and keep them for ``read_page``,
-    which takes them only if they are the rows it would read itself (the same hits, and windows
-    around the same hits with the same slack): each row names its hit."""
+def call_with_first_page(cursor, call: str, params: list, page: FirstPage | None) -> list[tuple]:
+    """Run a lookup's ``call`` and return its rows. With ``page``, the call is to a function that
+    keeps the ids of the page it answers (search.ranked_schema.HEAD_OR_PAGE_FUNCTION,
+    search.pg_trigram.FIRST_PAGE), and the page's hits and windows are read for them in the
+    same round trip and kept for ``read_page``, which takes them only if they are the rows it
+    would read itself (the same hits, windows around the same hits, the same slack: each row
+    names its hit)."""
+    if page is None:
+        cursor.execute(call, params)
+        return cursor.fetchall()
+    call += f"; SELECT * FROM {PAGE_HITS}({_KEPT_IDS})"  # noqa: S608 - our names
+    if page.slack is not None:
+        call += f"; SELECT * FROM {PAGE_NEARBY}(({_KEPT_IDS})[1:%s], %s)"  # noqa: S608
+        params = [*params, page.size, page.slack]
+    cursor.execute(call, params)
+    found = cursor.fetchall()
     hits = cursor.fetchall() if cursor.nextset() else []
     nearby = cursor.fetchall() if page.slack is not None and cursor.nextset() else []
     if hits:  # none: an entry, walks to come, or nothing found
         pks, around = frozenset(row[0] for row in hits), frozenset(row[0] for row in nearby)
         _first.kept = _Kept(pks, around, page.slack, list(hits), list(nearby))
+    return found
 
 
 def _kept_page(

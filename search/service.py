@@ -144,62 +144,67 @@ def search(
     if offset == 0 and not filters.include_rolled_back:
         first_page = rows.FirstPage(limit, results.window_slack(window) if window else None)
     rows.expect_first_page(first_page)
-    for route in parsed.routes:
-        if route.index == "scan" and substrings_searched:
-            # The trigram route matched every term as a substring, case-blind, in the same rows
-            # and text the scan reads: what it did not find, the scan cannot. (Without this, a
-            # word found only in other channels' messages was looked for row by row.)
-            break
-        result.tried.append(route.index)
-        answer = _run(route, filters, limit + 1 + before, start)
-        last = route.index == "scan"
-        if answer.found or answer.matched or (last and answer.reached is not None):
-            result.index = route.index
-            result.ranked_within = filters.rank_window if answer.capped else None
-            if answer.matched is not None:
-                exact = answer.count_exact
-                result.total = answer.matched
-                result.total_exact = not answer.capped if exact is None else exact
-            break
-        substrings_searched = substrings_searched or (
-            route.index == "trigram" and answer.matched == 0
-        )
-    rows.take_expected_first_page()  # no later read takes it
-    found = answer.found
-    page = found[before : before + limit]
-    edges = [pk for pk, _ in found[:before] + found[before + limit :]]
-    rolled: list[tuple[int, float | None]] = []
-    if filters.include_rolled_back and parsed.terms:
-        rolled = (
-            _backend()
-            .run_scan(
-                tuple(t.text for t in parsed.terms), filters, limit + 1, offset, rolled_back=True
+    try:
+        for route in parsed.routes:
+            if route.index == "scan" and substrings_searched:
+                # The trigram route matched every term as a substring, case-blind, in the same rows
+                # and text the scan reads: what it did not find, the scan cannot. (Without this, a
+                # word found only in other channels' messages was looked for row by row.)
+                break
+            result.tried.append(route.index)
+            answer = _run(route, filters, limit + 1 + before, start)
+            last = route.index == "scan"
+            if answer.found or answer.matched or (last and answer.reached is not None):
+                result.index = route.index
+                result.ranked_within = filters.rank_window if answer.capped else None
+                if answer.matched is not None:
+                    exact = answer.count_exact
+                    result.total = answer.matched
+                    result.total_exact = not answer.capped if exact is None else exact
+                break
+            substrings_searched = substrings_searched or (
+                route.index == "trigram" and answer.matched == 0
             )
-            .hits
-        )
-    result.has_more = len(found) > before + limit or len(rolled) > limit
-    if result.index == "scan":
-        more = len(found) > before + limit
-        result.total, result.total_exact = (
-            offset + len(page) + more,
-            not more and (answer.reached is None),
-        )
-        if answer.reached is not None and not more:
-            # Cut short by its time box: older rows were not read. Continue below.
-            result.scan_reached = answer.reached
-            result.next_before = answer.reached
-            result.has_more = True
-    if rolled:
-        # Rolled-back rows (operators only) are found by a scan, and count among the matches.
-        result.index = result.index or "scan"
-        more = len(rolled) > limit
-        result.total += offset + min(len(rolled), limit) + more  # as the scan counts
-        result.total_exact = result.total_exact and not more
-    result.lookup_seconds = time.perf_counter() - started
-    ordered = [(pk, score, False) for pk, score in page]
-    ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
-    result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
-    rows.expect_first_page(None)  # what the lookup read along and the page did not take
+        found = answer.found
+        page = found[before : before + limit]
+        edges = [pk for pk, _ in found[:before] + found[before + limit :]]
+        rolled: list[tuple[int, float | None]] = []
+        if filters.include_rolled_back and parsed.terms:
+            rolled = (
+                _backend()
+                .run_scan(
+                    tuple(t.text for t in parsed.terms),
+                    filters,
+                    limit + 1,
+                    offset,
+                    rolled_back=True,
+                )
+                .hits
+            )
+        result.has_more = len(found) > before + limit or len(rolled) > limit
+        if result.index == "scan":
+            more = len(found) > before + limit
+            result.total, result.total_exact = (
+                offset + len(page) + more,
+                not more and (answer.reached is None),
+            )
+            if answer.reached is not None and not more:
+                # Cut short by its time box: older rows were not read. Continue below.
+                result.scan_reached = answer.reached
+                result.next_before = answer.reached
+                result.has_more = True
+        if rolled:
+            # Rolled-back rows (operators only) are found by a scan, and count among the matches.
+            result.index = result.index or "scan"
+            more = len(rolled) > limit
+            result.total += offset + min(len(rolled), limit) + more  # as the scan counts
+            result.total_exact = result.total_exact and not more
+        result.lookup_seconds = time.perf_counter() - started
+        ordered = [(pk, score, False) for pk, score in page]
+        ordered += [(pk, None, True) for pk, _ in rolled[:limit]]
+        result.hits = _hits(ordered, parsed, window, filters.include_rolled_back, edges)
+    finally:  # rows read along and not taken, or an expectation left by an error
+        rows.expect_first_page(None)
     result.total_seconds = time.perf_counter() - started
     ranked.flush()  # the refreshes asked for go to the enqueuer thread (search.ranked)
     SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)

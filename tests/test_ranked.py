@@ -927,6 +927,7 @@ def _answers(query: str, filters: Filters, **page) -> list[dict]:
         "数据库",
         "alph*",
         "ilter3",
+        "ller17",
         "nowhere",
     ],
 )
@@ -969,7 +970,7 @@ def test_on_postgresql_page_one_read_with_its_lookup_is_the_page_read_after_it(
     with connection.execute_wrapper(record):
         along = _answers(query, filters, limit=limit, window=window)
     sent_along, sent = sent, []
-    monkeypatch.setattr(postgres, "take_expected_first_page", lambda: None)
+    monkeypatch.setattr(postgres, "first_page", lambda limit, offset: None)
     with connection.execute_wrapper(record):
         after = _answers(query, filters, limit=limit, window=window)
     assert along == after
@@ -980,8 +981,10 @@ def test_on_postgresql_page_one_read_with_its_lookup_is_the_page_read_after_it(
     assert saved <= 1  # page one at most; page two (an offset) reads after its lookup
     if along[0]["hits"] and along[0]["tried"] == [along[0]["index"]] != ["trigram"]:
         assert saved == 1  # the words or bigram route answered page one: it came along
-    if query == "数据库" and probe == 1:
-        assert along[0]["index"] == "trigram" and saved == 1  # the index read's rows, along
+    if query in ("数据库", "ller17") and probe == 1:
+        # The trigram index read's rows, along: first among the routes, or after a words route
+        # that found nothing (a fragment of a word; the newest row, the probe's, has none).
+        assert along[0]["index"] == "trigram" and saved == 1, along[0]["tried"]
 
 
 @pytest.mark.postgres
@@ -1000,11 +1003,33 @@ def test_on_postgresql_rows_read_along_are_used_only_by_the_page_they_were_read_
     assert first.ranked_within == 100
     kept = search("alpha", filters, limit=5)  # the entry: the function kept no window ids
     assert kept.ranked_within is None and [h.message.pk for h in kept.hits]
-    assert getattr(rows._first, "kept", None) is None and rows.take_expected_first_page() is None
+    assert getattr(rows._first, "kept", None) is None and rows.first_page(6, 0) is None
     rows.expect_first_page(rows.FirstPage(5, 3))
+    assert rows.first_page(6, 0) == (5, 3)  # page one's lookup: its 5 hits and the row past them
+    assert rows.first_page(6, 5) is None and rows.first_page(21, 0) is None  # not page one's
     rows._first.kept = rows._Kept(frozenset({1, 2}), frozenset({1}), 3, [], [])
     assert rows._kept_page([1, 2], [1], 4) is None  # another slack: not these rows
     assert rows._first.kept is None  # and forgotten
     rows._first.kept = rows._Kept(frozenset({1, 2}), frozenset({1}), 3, [("hit",)], [])
     assert rows._kept_page([2, 1], [1], 3) == ([("hit",)], [])
     rows.expect_first_page(None)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite reads in process"
+)
+def test_on_postgresql_a_search_that_fails_leaves_no_page_expected_or_kept(db, monkeypatch):
+    from search import rows, service
+
+    channel, _, _ = _conversation("ranked-page-error", newer=5)
+
+    def fail(*args, **kwargs):
+        assert rows.first_page(6, 0) == (5, 3)  # expected, and read along, until here
+        assert getattr(rows._first, "kept", None) is not None
+        raise RuntimeError("the page could not be built")
+
+    monkeypatch.setattr(service, "_hits", fail)
+    with pytest.raises(RuntimeError):
+        search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+    assert rows.first_page(6, 0) is None and getattr(rows._first, "kept", None) is None

@@ -21,13 +21,7 @@ from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
 from search.query import Route
-from search.rows import (
-    FirstPage,
-    expect_first_page,
-    first_page_statements,
-    keep_first_page,
-    take_expected_first_page,
-)
+from search.rows import FirstPage, call_with_first_page, first_page
 
 
 def _folds() -> dict[str, frozenset[str]] | None:
@@ -197,20 +191,13 @@ def _trigram_candidates(
             if not read and kept:
                 like, pattern = _first_patterns(needles[0])
                 step = [like, pattern, filters.channel_id, lowest, reached, rows, want]
+                # With page one's hits and windows, if the index read is the answer.
                 if along is None:
-                    cursor.execute(
-                        f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)", step
-                    )
-                else:  # page one's hits and windows too, if the index read is the answer
-                    more, more_params = first_page_statements(along)
-                    cursor.execute(
-                        f"SELECT * FROM {pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)"
-                        + more,
-                        [*step, along.size + 1, *more_params],
-                    )
-                first = cursor.fetchall()
-                if along is not None:
-                    keep_first_page(cursor, along)
+                    call = f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)"
+                else:
+                    call = f"SELECT * FROM {pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)"
+                    step.append(along.size + 1)
+                first = call_with_first_page(cursor, call, step, along)
                 if first and first[0][2]:  # the probe found nothing; these are the index's
                     return [row[0] for row in first]
                 matches = [(pk, keep) for pk, keep, _ in first]
@@ -282,9 +269,7 @@ def _run_trigram(
             is not None
         ):
             return answer
-    along = take_expected_first_page()
-    if along is not None and (offset or limit != along.size + 1):
-        along = None  # not the page expected
+    along = first_page(limit, offset)
     candidates = _trigram_candidates(route, filters, where, params, bounds=bounds, along=along)
     capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
@@ -378,9 +363,6 @@ def run_fts(
             statement = connection.ops.compose_sql(sql, window)  # type: ignore[attr-defined]
             head = ranked.Window(route.phrases, filters.rank_window_size, limit, offset)
             # The page the search reads next, if this window answers: along, in this round trip.
-            along = take_expected_first_page()
-            if along is not None and (offset or limit != along.size + 1):
-                along = None  # not the page expected
             best, rows = ranked.lookup_or(
                 cursor,
                 route.index,
@@ -389,12 +371,10 @@ def run_fts(
                 first,
                 statement,
                 head,
-                along,
+                first_page(limit, offset),
             )
             if rows is not None:  # the function's rows come unordered: the window's order
                 rows.sort(key=lambda row: (row[1], row[0]))
-            if along is not None and best is None and not rows:
-                expect_first_page(along)  # nothing here: the next route's lookup may read it
 
         def over_every_match(best: ranked.Best) -> tuple | None:
             return postgres_kept.over_every_match(
