@@ -612,127 +612,97 @@ def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[f
     return out
 
 
-def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
-    """PostgreSQL: each rare fact's first full answer as shipped -- its window read through the
-    kept plan of search.pg.RARE_WINDOW, its words not among the statistics' common ones; a
-    fragment's probe and index read through search.pg_trigram's -- and the same first answer
-    planned as every first lookup's was before (the baseline): its words counted common, so
-    that its window is planned for them, and the trigram route's statements written out. Per
-    query both, one after the other, the order alternating (each leaves the other a warmer
-    cache)."""
-    from django.db import connection
-
-    from search import pg, ranked
-    from search.backends import postgres
-    from search.filters import Filters
-    from search.service import search
-    from sessions_app.models import Channel
-
-    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
+def _shipped_against_baseline(first) -> dict[str, dict[str, list[float]]]:
+    """Each rare fact's first full answer as shipped (``first(q, False)``) and as its baseline
+    (``first(q, True)``), per query both, one after the other, the order alternating (each
+    leaves the other a warmer cache): {kind: {"shipped": [...], "baseline": [...]}}."""
     out: dict[str, dict[str, list[float]]] = {}
-
-    def first(q: str, counted_common: bool) -> float:
-        with connection.cursor() as cursor:
-            ranked.clear(cursor)
-            if counted_common:
-                pg.count_as_common(cursor, q)
-        ranked._asked.clear()
-        # The trigram route's first step: through search.pg_trigram's kept plans, or written
-        # out (its baseline).
-        postgres.KEPT_FIRST = not counted_common
-        try:
-            seconds = search(q, api, limit=20, window=2).total_seconds
-        finally:
-            postgres.KEPT_FIRST = True
-        ranked.drain(30)
-        with connection.cursor() as cursor:
-            pg.refresh_common(cursor)  # as the statistics have it again
-        return seconds
-
     for n, (kind, facts) in enumerate(FACTS.items()):
-        m: dict[str, list[float]] = {"kept": [], "planned": []}
+        m: dict[str, list[float]] = {"shipped": [], "baseline": []}
         for i, (_, q) in enumerate(facts):
-            for counted in (False, True) if (n + i) % 2 else (True, False):
-                m["planned" if counted else "kept"].append(first(q, counted))
+            for baseline in (False, True) if (n + i) % 2 else (True, False):
+                m["baseline" if baseline else "shipped"].append(first(q, baseline))
         out[kind] = m
     return out
 
 
-def page_along_against_after() -> dict[str, dict[str, list[float]]]:
-    """PostgreSQL: each rare fact's first full answer as shipped -- page one's hits and windows
-    read in the lookup's round trip (search.rows.FirstPage) -- and the same first answer with the
-    page read after the lookup, its own round trip (the baseline). Per query both, one after the
-    other, the order alternating."""
+def _first_answer(q: str) -> float:
+    """A rare fact's first full answer as the API asks it (its channel, 20 hits, windows of 2),
+    nothing kept for it, its refresh asks drained after it."""
     from django.db import connection
 
     from search import ranked
-    from search.backends import postgres
     from search.filters import Filters
     from search.service import search
     from sessions_app.models import Channel
 
-    api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
-    shipped = postgres.take_expected_first_page
-    out: dict[str, dict[str, list[float]]] = {}
+    with connection.cursor() as cursor:
+        ranked.clear(cursor)
+    ranked._asked.clear()
+    channel = Channel.objects.order_by("pk").values_list("pk", flat=True)[0]
+    seconds = search(q, Filters(channel_id=channel), limit=20, window=2).total_seconds
+    ranked.drain(30)
+    return seconds
 
-    def first(q: str, along: bool) -> float:
-        with connection.cursor() as cursor:
-            ranked.clear(cursor)
-        ranked._asked.clear()
-        postgres.take_expected_first_page = shipped if along else lambda: None
+
+def kept_plan_against_planned() -> dict[str, dict[str, list[float]]]:
+    """PostgreSQL: as shipped -- a rare word's window read through the kept plan of
+    search.pg.RARE_WINDOW, its words not among the statistics' common ones; a fragment's probe
+    and index read through search.pg_trigram's -- and planned as every first lookup's was
+    before (the baseline): its words counted common, so that its window is planned for them,
+    and the trigram route's statements written out."""
+    from django.db import connection
+
+    from search import pg
+    from search.backends import postgres
+
+    def first(q: str, baseline: bool) -> float:
+        if baseline:
+            with connection.cursor() as cursor:
+                pg.count_as_common(cursor, q)
+        postgres.KEPT_FIRST = not baseline
         try:
-            seconds = search(q, api, limit=20, window=2).total_seconds
+            return _first_answer(q)
         finally:
-            postgres.take_expected_first_page = shipped
-        ranked.drain(30)
-        return seconds
+            postgres.KEPT_FIRST = True
+            with connection.cursor() as cursor:
+                pg.refresh_common(cursor)  # as the statistics have it again
 
-    for n, (kind, facts) in enumerate(FACTS.items()):
-        m: dict[str, list[float]] = {"along": [], "after": []}
-        for i, (_, q) in enumerate(facts):
-            for along in (True, False) if (n + i) % 2 else (False, True):
-                m["along" if along else "after"].append(first(q, along))
-        out[kind] = m
-    return out
+    return _shipped_against_baseline(first)
 
 
-def _page_along_table(compared: dict[str, dict[str, list[float]]]) -> None:
+def page_along_against_after() -> dict[str, dict[str, list[float]]]:
+    """PostgreSQL: as shipped -- page one's hits and windows read in the lookup's round trip
+    (search.rows.FirstPage) -- and with the page read after the lookup, in a round trip of its
+    own (the baseline)."""
+    from search.backends import postgres
+
+    shipped = postgres.first_page
+
+    def first(q: str, baseline: bool) -> float:
+        postgres.first_page = (lambda limit, offset: None) if baseline else shipped
+        try:
+            return _first_answer(q)
+        finally:
+            postgres.first_page = shipped
+
+    return _shipped_against_baseline(first)
+
+
+def _against_baseline_table(
+    compared: dict[str, dict[str, list[float]]], title: str, shipped: str, baseline: str
+) -> None:
+    print(f"\n{title}, each query both ways in turn (analyzed):\n")
     print(
-        "\nA rare fact's first full answer with page one read in the lookup's round trip "
-        "(hermes_ranked_head_or_page; a fragment's: hermes_trigram_first_page, when its index "
-        "read is the answer) or after it, in a round trip of its own (the baseline), each query "
-        "both ways in turn (analyzed):\n"
-    )
-    print(
-        "| query kind | along p50 ms | along p95 ms | after p50 ms | after p95 ms "
-        "| after / along, p50 (x) |"
-    )
-    print("|---|" + "---:|" * 5)
-    for kind, m in compared.items():
-        along, after = _ms(m["along"], 0.5), _ms(m["after"], 0.5)
-        print(
-            f"| {kind} | {along:.2f} | {_ms(m['along'], 0.95):.2f} | {after:.2f} "
-            f"| {_ms(m['after'], 0.95):.2f} | {after / along:.2f} |"
-        )
-
-
-def _kept_plan_table(compared: dict[str, dict[str, list[float]]]) -> None:
-    print(
-        "\nA rare fact's first full answer through the kept plans (a rare word's window: "
-        "hermes_rare_window; a fragment's probe and index read: hermes_trigram_first) or "
-        "planned for each query (the baseline: its words counted common, the trigram route's "
-        "statements written out), each query both ways in turn (analyzed):\n"
-    )
-    print(
-        "| query kind | kept plan p50 ms | kept plan p95 ms | planned p50 ms | planned p95 ms "
-        "| planned / kept, p50 (x) |"
+        f"| query kind | {shipped} p50 ms | {shipped} p95 ms | {baseline} p50 ms "
+        f"| {baseline} p95 ms | {baseline} / {shipped}, p50 (x) |"
     )
     print("|---|" + "---:|" * 5)
     for kind, m in compared.items():
-        kept, planned = _ms(m["kept"], 0.5), _ms(m["planned"], 0.5)
+        new, old = _ms(m["shipped"], 0.5), _ms(m["baseline"], 0.5)
         print(
-            f"| {kind} | {kept:.2f} | {_ms(m['kept'], 0.95):.2f} | {planned:.2f} "
-            f"| {_ms(m['planned'], 0.95):.2f} | {planned / kept:.2f} |"
+            f"| {kind} | {new:.2f} | {_ms(m['shipped'], 0.95):.2f} | {old:.2f} "
+            f"| {_ms(m['baseline'], 0.95):.2f} | {old / new:.2f} |"
         )
 
 
@@ -972,9 +942,24 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
         _tables(kinds, scan, title, backend == "sqlite")
         print(f"\n{planted[state]}")
     if compared is not None:
-        _kept_plan_table(compared)
+        _against_baseline_table(
+            compared,
+            "A rare fact's first full answer through the kept plans (a rare word's window: "
+            "hermes_rare_window; a fragment's probe and index read: hermes_trigram_first) or "
+            "planned for each query (the baseline: its words counted common, the trigram "
+            "route's statements written out)",
+            "kept plan",
+            "planned",
+        )
     if along is not None:
-        _page_along_table(along)
+        _against_baseline_table(
+            along,
+            "A rare fact's first full answer with page one read in the lookup's round trip "
+            "(hermes_ranked_head_or_page; a fragment's: hermes_trigram_first_page, when its "
+            "index read is the answer) or after it, in a round trip of its own (the baseline)",
+            "along",
+            "after",
+        )
     if over_http is not None:
         _http_table(over_http, measured["analyzed"])
     if results is not None:
