@@ -51,6 +51,12 @@ def breaks_a_documented_rule(case) -> bool:
     if case.path.endswith("/search") and isinstance(case.body, dict):
         query = case.body  # POST /search: the same parameters in a body
     since, until = _moment(query.get("since")), _moment(query.get("until"))
+    for moment in (since, until):
+        try:
+            if moment:
+                moment.astimezone(UTC)
+        except OverflowError:
+            return True  # within the years 1-9999 once converted to UTC
     if since and until and since >= until:
         return True  # since must be earlier than until
     if isinstance(query.get("q"), str) and len(parse_terms(query["q"])) > MAX_TERMS:
