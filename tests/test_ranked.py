@@ -683,6 +683,52 @@ def test_a_lookup_returns_before_its_refresh_is_queued_and_the_enqueuer_queues_i
     assert queued == [("search.tasks.refresh_ranked", '"alpha"', "ranked-enqueuer", "req-ranked-1")]
 
 
+def test_the_enqueuer_keeps_its_connection_between_asks_as_a_request_does_and_closes_it_idle(
+    db, monkeypatch
+):
+    """Reopening it for each ask cost a SQLite web process 3 ms beside the next requests."""
+    import threading
+    import time
+
+    import django_q.tasks
+    from django.db import connection as requests_connection
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    monkeypatch.setattr(ranked, "ENQUEUER_IDLE_SECONDS", 0.3)
+    # Kept connections, as deployed (the tests' settings close each at its request's end).
+    monkeypatch.setitem(requests_connection.settings_dict, "CONN_MAX_AGE", 600)
+    opened, closes, idle_closed = [], [], threading.Event()
+
+    def broker(*args, **kwargs):
+        from django.db import connections
+
+        own = connections["default"]  # the enqueuer thread's own, not a proxy
+
+        if not opened:
+            own.connect()  # its age counted from now, whatever an earlier test left open
+            real_close = own.close
+
+            def close():
+                closes.append(time.monotonic())
+                idle_closed.set()
+                real_close()
+
+            monkeypatch.setattr(own, "close", close)
+        opened.append(own.connection)
+
+    monkeypatch.setattr(django_q.tasks, "async_task", broker)
+    channel, _, _ = _conversation("ranked-enqueuer-kept")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    for _ in range(2):
+        ranked._asked.clear()
+        search("alpha", filters, limit=5)
+        assert ranked.drain()
+    assert len(opened) == 2 and opened[0] is opened[1] and closes == []
+    assert idle_closed.wait(5)  # no ask for ENQUEUER_IDLE_SECONDS: closed
+    assert len(closes) == 1
+
+
 def test_a_queue_refused_off_the_request_path_lets_the_next_lookup_ask_again(db, monkeypatch):
     import django_q.tasks
     from django_q.conf import Conf
