@@ -167,3 +167,9 @@ BEGIN
         FROM unnest(v_ids, v_scores) AS u(id, score))::text, true);
 END
 $$"""
+
+
+def function_statements() -> list[str]:
+    """The kept queries' PostgreSQL functions, for ``manage.py reindex`` to make again (after
+    search.pg's, which they call). Each is what its last migration made: tests hold them equal."""
+    return [CREATE_HEAD_FUNCTION, CREATE_HEAD_OR_FUNCTION, CREATE_HEAD_OR_PAGE_FUNCTION]

@@ -3,6 +3,8 @@ rows, and a lookup that fills its rank window merges them with its newer matches
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core.management import call_command
 from django.db import DataError, connection, transaction
@@ -377,6 +379,27 @@ def test_a_reindex_forgets_every_kept_row(transactional_db):
     assert _kept() > 0
     call_command("reindex", verbosity=0)
     assert _kept() == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: SQLite has no such functions"
+)
+def test_on_postgresql_a_reindex_makes_the_kept_queries_functions_again(transactional_db):
+    """An operator's way back from a restore that lost them (a schema-only dump of tables)."""
+    channel, _, _ = _conversation("ranked-reindex-functions")
+    names = [ranked.HEAD_FUNCTION, ranked.HEAD_OR_FUNCTION, ranked.HEAD_OR_PAGE_FUNCTION]
+    with connection.cursor() as cursor:
+        for name in names:
+            cursor.execute(f"DROP FUNCTION {name}")
+    filters = Filters(rank_window=100, channel_id=channel.pk)
+    assert search("alpha", filters, limit=5).index != "words"  # the indexes failed: a scan
+    call_command("reindex", verbosity=0, stdout=io.StringIO(), stderr=io.StringIO())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT proname FROM pg_proc WHERE proname = ANY(%s)", [names])
+        assert sorted(row[0] for row in cursor.fetchall()) == sorted(names)
+    again = search("alpha", filters, limit=5)
+    assert again.index == "words" and len(again.hits) == 5
 
 
 def test_the_least_recently_refreshed_queries_go_beyond_the_cap(db, hermes_config):

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection, transaction
 from tqdm import tqdm
 
-from search import fts, pg, pg_trigram, ranked, rows
+from search import fts, pg, pg_trigram, ranked, ranked_schema, rows
 from sessions_app.analyze import analyze
 
 
@@ -62,6 +62,8 @@ class Command(BaseCommand):
             for statement in rows.page_function_statements(cursor.db):  # a page's reads
                 cursor.execute(statement)
             for statement in pg_trigram.create_statements():  # a fragment's first step
+                cursor.execute(statement)
+            for statement in ranked_schema.function_statements():  # a query's first lookup
                 cursor.execute(statement)
             names = list(pg.INDEX_NAMES.values())
             for name in tqdm(names, unit="index", desc="reindex", file=self.stderr):
