@@ -58,11 +58,11 @@ logger = logging.getLogger(__name__)
 
 # A lookup asks for a refresh at most this often per query and scope, per process...
 ASK_EVERY_SECONDS = 30.0
-# A web process's enqueuer closes its database connection after this long without an ask.
-ENQUEUER_IDLE_SECONDS = 60.0
 # ...once the matches newer than the kept rows reach this share of a window (1/10): each costs
 # the lookup a moment to score (on SQLite, a pass over the term's matches to count them).
 REFRESH_SHARE = 10
+# A web process's enqueuer closes its database connection after this long without an ask.
+ENQUEUER_IDLE_SECONDS = 60.0
 # A query that matches fewer than a window is kept too when its lookup took this long (a phrase
 # of common words, whose position lists the index intersects on every lookup): then only its
 # matches newer than the refresh are read. A kept lookup takes 0.2-0.5 ms at 1,000,000 messages
@@ -344,7 +344,7 @@ def _run_enqueuer(asks: queue.Queue[list[Ask]]) -> None:
         try:
             batch = asks.get(timeout=ENQUEUER_IDLE_SECONDS)
         except queue.Empty:
-            own.close()  # idle: hold no connection until the next ask
+            _let_go(own.close)  # idle: hold no connection until the next ask
             batch = asks.get()
         try:
             _enqueue(batch)
@@ -352,8 +352,16 @@ def _run_enqueuer(asks: queue.Queue[list[Ask]]) -> None:
             logger.warning("the ranking enqueuer failed on a batch", exc_info=True)
         finally:
             # As at a request's end: closed if broken or past its age (at once in the tests').
-            own.close_if_unusable_or_obsolete()
+            _let_go(own.close_if_unusable_or_obsolete)
             asks.task_done()
+
+
+def _let_go(close: Callable[[], None]) -> None:
+    """Close the enqueuer's connection, or log why not: the thread must outlive a failed close."""
+    try:
+        close()
+    except Exception:
+        logger.warning("the ranking enqueuer could not close its connection", exc_info=True)
 
 
 def _enqueue(batch: Sequence[Ask]) -> None:

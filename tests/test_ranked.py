@@ -752,6 +752,32 @@ def test_the_enqueuer_keeps_its_connection_between_asks_as_a_request_does_and_cl
     assert len(closes) == 1
 
 
+def test_the_enqueuer_outlives_a_connection_it_could_not_close(db, monkeypatch, caplog):
+    import django_q.tasks
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    queued = []
+
+    def broker(*args, **kwargs):
+        from django.db import connections
+
+        def refuse():
+            raise OSError("the socket is gone")
+
+        monkeypatch.setattr(connections["default"], "close_if_unusable_or_obsolete", refuse)
+        queued.append(args[2])
+
+    monkeypatch.setattr(django_q.tasks, "async_task", broker)
+    channel, _, _ = _conversation("ranked-enqueuer-close")
+    for _ in range(2):
+        ranked._asked.clear()
+        search("alpha", Filters(rank_window=100, channel_id=channel.pk), limit=5)
+        assert ranked.drain()
+    assert queued == ['"alpha"', '"alpha"']
+    assert "could not close its connection" in caplog.text
+
+
 def test_a_queue_refused_off_the_request_path_lets_the_next_lookup_ask_again(db, monkeypatch):
     import django_q.tasks
     from django_q.conf import Conf
