@@ -265,6 +265,19 @@ class AuxiliaryConfig(_Block):
 DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "sqlite")
 
 
+def bind_address(value: str) -> str:
+    """``value`` if the web server can listen on it (``server.bind``, ``$HERMES_ADDR``), else a
+    ValueError saying what is expected: a port beyond 65535 passed as digits and only failed in
+    gunicorn, with its traceback."""
+    host, sep, port = value.rpartition(":")
+    if value.startswith("unix:") or (sep and host and port.isdigit() and int(port) <= 65535):
+        return value
+    raise ValueError(
+        "expected HOST:PORT with a port from 0 to 65535 (127.0.0.1:8000, 0.0.0.0:8000) or "
+        "unix:/path/to.sock"
+    )
+
+
 class ServerConfig(_Block):
     """Deployment settings of this service (not part of Hermes Agent's file)."""
 
@@ -332,10 +345,7 @@ class ServerConfig(_Block):
     @field_validator("bind")
     @classmethod
     def _bind_address(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if value.startswith("unix:") or (sep and host and port.isdigit()):
-            return value
-        raise ValueError("expected HOST:PORT (127.0.0.1:8000, 0.0.0.0:8000) or unix:/path/to.sock")
+        return bind_address(value)
 
     @field_validator("broker_url")
     @classmethod

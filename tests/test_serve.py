@@ -528,12 +528,23 @@ def test_the_static_fingerprint_changes_with_a_source_file_and_only_then(tmp_pat
         get_finder.cache_clear()
 
 
-@pytest.mark.parametrize("bind", ["8000", "localhost", ":8000", "host:port"])
+@pytest.mark.parametrize(
+    "bind", ["8000", "localhost", ":8000", "host:port", "127.0.0.1:65536", "0.0.0.0:231010"]
+)
 def test_a_bind_address_without_host_and_port_is_refused_with_the_expected_form(bind):
     from core.config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=r"server\.bind: .*HOST:PORT"):
         parse_config({"server": {"bind": bind}})
+
+
+def test_serve_refuses_a_hermes_addr_it_cannot_listen_on_before_starting_anything(monkeypatch):
+    """It reached gunicorn, which failed with a traceback; now nothing starts."""
+    from django.core.management import CommandError, call_command
+
+    monkeypatch.setenv("HERMES_ADDR", "127.0.0.1:231010")
+    with pytest.raises(CommandError, match=r"HERMES_ADDR='127.0.0.1:231010': .*0 to 65535"):
+        call_command("serve", "--no-migrate")
 
 
 def test_the_serve_defaults_suit_sqlite_and_stop_within_ten_seconds():

@@ -33,8 +33,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
+
+from core.config import bind_address
 
 FINGERPRINT_FILE = ".hermes-static-fingerprint"
 MANIFEST_FILE = "staticfiles.json"  # whitenoise's manifest: collectstatic has completed
@@ -105,6 +107,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         server = settings.HERMES.server
+        if os.environ.get("HERMES_ADDR"):
+            try:
+                bind_address(os.environ["HERMES_ADDR"])
+            except ValueError as exc:
+                raise CommandError(f"HERMES_ADDR={os.environ['HERMES_ADDR']!r}: {exc}") from None
         if not options["no_migrate"]:
             if server.log_format == "json":
                 with _LoggedLines() as lines:
