@@ -39,6 +39,8 @@ from django_q.status import Stat
 logger = logging.getLogger(__name__)
 
 STOP = "STOP"  # django-q2's poison pill
+# An interrupted task's result, which django-q2 logs as its failure.
+STOPPED = "stopped: the worker was shutting down; handed back to the queue"
 
 
 class StoppedForShutdown(TimeoutException):
@@ -79,7 +81,7 @@ def _on_stop(signum: int, frame: Any) -> None:
     _state.stopping = True
     if _state.running is not None and not _state.interrupted:
         _state.interrupted = True
-        raise StoppedForShutdown("stopped: the worker was shutting down; handed back to the queue")
+        raise StoppedForShutdown(STOPPED)
 
 
 def _worker_started(sender: Any, proc_name: str, **kwargs: Any) -> None:
@@ -98,6 +100,9 @@ def _after_task(sender: Any, func: Any, task: dict[str, Any], **kwargs: Any) -> 
     interrupted = _state.interrupted
     _state.running = None
     if interrupted:
+        # django-q2 made the result the exception and its traceback, and logs it as the task's
+        # failure: a stop is not the task's error, so the log says why in one line.
+        task["result"] = STOPPED
         # The task has unwound (its transactions are rolled back): queue it again.
         hand_back(get_broker(), task)
 
