@@ -366,8 +366,8 @@ def _let_go(close: Callable[[], None]) -> None:
     """Close the enqueuer's connection, or log why not: the thread must outlive a failed close."""
     try:
         close()
-    except Exception:
-        logger.warning("the ranking enqueuer could not close its connection", exc_info=True)
+    except Exception as exc:  # a dropped socket, say: its message says enough
+        logger.warning("the ranking enqueuer could not close its connection: %s", exc)
 
 
 def _enqueue(batch: Sequence[Ask]) -> None:
