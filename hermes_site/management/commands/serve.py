@@ -107,11 +107,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         server = settings.HERMES.server
-        if os.environ.get("HERMES_ADDR"):
-            try:
-                bind_address(os.environ["HERMES_ADDR"])
-            except ValueError as exc:
-                raise CommandError(f"HERMES_ADDR={os.environ['HERMES_ADDR']!r}: {exc}") from None
+        address = os.environ.get("HERMES_ADDR") or server.bind  # as gunicorn_conf reads it
+        try:
+            bind_address(address)  # server.bind passed this when the config was read
+        except ValueError as exc:
+            raise CommandError(f"HERMES_ADDR={address!r}: {exc}") from None
         if not options["no_migrate"]:
             if server.log_format == "json":
                 with _LoggedLines() as lines:
@@ -122,7 +122,6 @@ class Command(BaseCommand):
         env = self._environment()
         connections.close_all()  # the children open their own
 
-        address = os.environ.get("HERMES_ADDR") or server.bind
         web_argv = [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
         worker_argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "worker"]
         received: list[int] = []
