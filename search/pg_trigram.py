@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from search.fts import MESSAGE_TABLE
 from search.pg import INDEX, INDEXED, MAX_VARIANTS, WALK
-from search.ranked_schema import PAGE_SETTING
+from search.ranked_schema import PAGE_SETTING, TERMS
 
 FIRST = "hermes_trigram_first"
 # FIRST for a search's page one (search.rows.FirstPage): where the probe found nothing, the
 # first p_page rows of the index read, newest first, kept in the transaction's setting
 # search.ranked_schema.PAGE_SETTING for the page's functions in the same round trip.
 FIRST_PAGE = "hermes_trigram_first_page"
+# A fragment's first lookup in one call: whether it has an entry (search.ranked), the walks'
+# bounds, and, where it has none, FIRST (or FIRST_PAGE, given p_page). One row at least.
+HEAD_OR_FIRST = "hermes_trigram_head_or_first"
 PROBE = "hermes_trigram_probe"
 INDEX_READ = "hermes_trigram_index"
 TOOL = "hermes_tool_text(m.tool_calls)"
@@ -110,4 +113,21 @@ def create_statements() -> list[str]:
         "p_lowest, p_upper, p_probe, p_n) LOOP RETURN NEXT; "
         "IF r_indexed AND cardinality(v_ids) < p_page THEN v_ids := v_ids || r_id; END IF; "
         f"END LOOP; PERFORM set_config('{PAGE_SETTING}', v_ids::text, true); END $$",
+        f"CREATE OR REPLACE FUNCTION {HEAD_OR_FIRST}(p_idx varchar, p_expression text, "
+        "p_scope bigint, p_like text[], p_pattern text, p_channel bigint, p_probe integer, "
+        "p_n integer, p_page integer) RETURNS TABLE (r_absent boolean, r_lowest bigint, "
+        "r_highest bigint, r_id bigint, r_keep boolean, r_indexed boolean) "
+        "LANGUAGE plpgsql AS $$ BEGIN "
+        f"r_absent := NOT EXISTS (SELECT FROM {TERMS} q WHERE q.idx = p_idx "
+        "AND q.expression = p_expression AND q.channel_id = p_scope); "
+        f"SELECT min(m.id), max(m.id) INTO r_lowest, r_highest FROM {MESSAGE_TABLE} m; "
+        "IF r_absent AND r_lowest IS NOT NULL THEN "
+        "IF p_page IS NULL THEN FOR r_id, r_keep, r_indexed IN SELECT * FROM "
+        f"{FIRST}(p_like, p_pattern, p_channel, r_lowest, r_highest + 1, p_probe, p_n) "
+        "LOOP RETURN NEXT; END LOOP; "
+        "ELSE FOR r_id, r_keep, r_indexed IN SELECT * FROM "
+        f"{FIRST_PAGE}(p_like, p_pattern, p_channel, r_lowest, r_highest + 1, p_probe, p_n, "
+        "p_page) LOOP RETURN NEXT; END LOOP; END IF; "
+        "IF FOUND THEN RETURN; END IF; END IF; "
+        "r_id := NULL; r_keep := NULL; r_indexed := NULL; RETURN NEXT; END $$",
     ]

@@ -166,6 +166,20 @@ def lookup_beside(
     return best, cursor.fetchall()
 
 
+def head_call(index: str, expression: str, channel_id: int | None, first: int) -> tuple[str, list]:
+    """``lookup``'s one call with ``first`` on PostgreSQL, for a round trip that carries other
+    statements; its rows go to ``from_head``."""
+    return (
+        f"SELECT * FROM {HEAD_FUNCTION}(%s, %s, %s, %s)",
+        [index, expression, scope(channel_id), first],
+    )
+
+
+def from_head(rows: list[tuple]) -> Best | None:
+    """The entry read by ``head_call``, or None."""
+    return _from_head(rows)
+
+
 def lookup_or(
     cursor,
     index: str,

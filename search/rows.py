@@ -172,20 +172,26 @@ def first_page(limit: int, offset: int) -> FirstPage | None:
     return page if page is not None and not offset and limit == page.size + 1 else None
 
 
-def call_with_first_page(cursor, call: str, params: list, page: FirstPage | None) -> list[tuple]:
+def call_with_first_page(
+    cursor, call: str, params: list, page: FirstPage | None, then: tuple[str, list] | None = None
+) -> list[tuple]:
     """Run a lookup's ``call`` and return its rows. With ``page``, the call is to a function that
     keeps the ids of the page it answers (search.ranked_schema.HEAD_OR_PAGE_FUNCTION,
     search.pg_trigram.FIRST_PAGE), and the page's hits and windows are read for them in the
     same round trip and kept for ``read_page``, which takes them only if they are the rows it
     would read itself (the same hits, windows around the same hits, the same slack: each row
-    names its hit)."""
+    names its hit). ``then``: statements after those, in the same round trip; the cursor is
+    left before their results (``cursor.nextset()`` reaches each)."""
+    after, after_params = then or ("", [])
     if page is None:
-        cursor.execute(call, params)
+        cursor.execute(call + (f"; {after}" if after else ""), [*params, *after_params])
         return cursor.fetchall()
     call += f"; SELECT * FROM {PAGE_HITS}({_KEPT_IDS})"  # noqa: S608 - our names
     if page.slack is not None:
         call += f"; SELECT * FROM {PAGE_NEARBY}(({_KEPT_IDS})[1:%s], %s)"  # noqa: S608
         params = [*params, page.size, page.slack]
+    if after:
+        call, params = f"{call}; {after}", [*params, *after_params]
     cursor.execute(call, params)
     found = cursor.fetchall()
     hits = cursor.fetchall() if cursor.nextset() else []

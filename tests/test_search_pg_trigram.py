@@ -74,14 +74,28 @@ def _reference(needle: str, filters, window: int) -> list[int]:
 
 def _walks(queries) -> list[str]:
     """The statements of ``queries`` that walk or read the trigram index: written out, or the
-    first lookup's call that runs both (search.pg_trigram.FIRST)."""
+    first lookup's call that runs both (search.pg_trigram.FIRST). The lookup that calls it only
+    where the fragment has no entry counts where its row says the entry was absent."""
     from search import pg_trigram
 
     return [
         q["sql"]
         for q in queries
-        if "ORDER BY m.id DESC LIMIT" in q["sql"] or pg_trigram.FIRST in q["sql"]
+        if "ORDER BY m.id DESC LIMIT" in q["sql"]
+        or (pg_trigram.FIRST in q["sql"] and not q["sql"].startswith(LOOKUP_AND_STEP))
+        or (q["sql"].startswith(LOOKUP_AND_STEP) and _was_absent(q["sql"]))
     ]
+
+
+LOOKUP_AND_STEP = "SELECT * FROM hermes_trigram_head_or_first("  # search.pg_trigram
+
+
+def _was_absent(sql: str) -> bool:
+    """Run again, the lookup's first statement says whether the fragment had no entry (nothing
+    was refreshed in between: the tests' worker runs when asked)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.split("; ")[0])
+        return bool(cursor.fetchone()[0])
 
 
 def _forget_statistics() -> None:
@@ -311,6 +325,81 @@ def test_a_kept_fragment_with_nothing_newer_reads_no_rows_but_its_page(corpus):
     assert walks == [], walks
 
 
+def test_a_fragments_first_lookup_reads_its_entry_and_first_step_in_one_round_trip(corpus):
+    from search import pg_trigram, ranked
+    from search.filters import Filters
+    from search.service import search
+
+    filters = Filters(channel_id=corpus[0].pk, rank_window=100)
+    expected = _reference("parsewor", Filters(channel_id=corpus[0].pk), 100)
+    with CaptureQueriesContext(connection) as queries:
+        result = search("parsewor", filters, limit=5, window=0)
+    assert [h.message.pk for h in result.hits] == expected[:5]
+    # (The words route, tried first, finds nothing: its statement is its own.)
+    trigram = [q["sql"] for q in queries if "hermes_words" not in q["sql"]]
+    lookups = [sql for sql in trigram if ranked.HEAD_FUNCTION in sql or pg_trigram.FIRST in sql]
+    assert len(lookups) == 1, trigram
+    # ...with page one's hits, read along.
+    assert lookups[0].startswith(LOOKUP_AND_STEP) and "hermes_page_hits" in lookups[0]
+
+
+def test_a_kept_fragments_lookup_never_calls_the_first_step(corpus):
+    from search import pg_trigram, ranked
+    from search.backends import postgres
+    from search.filters import Filters
+    from search.service import search
+
+    filters = Filters(channel_id=corpus[1].pk, rank_window=100)
+    call = f"SELECT * FROM {pg_trigram.HEAD_OR_FIRST}(%s, %s, %s, %s, %s, %s, %s, %s, %s)"  # noqa: S608
+    like, pattern = postgres._first_patterns("数据库dense")
+    params = ["trigram", '"数据库dense"', corpus[1].pk, like, pattern, corpus[1].pk, 500, 100]
+    params.append(None)  # no page
+
+    def lookup() -> tuple[list[tuple], int]:
+        """The function's rows, and how often it called the first step (the transaction's own
+        function statistics)."""
+        count = "SELECT coalesce(pg_stat_get_xact_function_calls(%s::regproc), 0)"
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL track_functions = 'pl'")
+            cursor.execute(count, [pg_trigram.FIRST])  # the test's transaction's, so far
+            before = cursor.fetchone()[0]
+            cursor.execute(call, params)
+            rows = cursor.fetchall()
+            cursor.execute(count, [pg_trigram.FIRST])
+            return rows, cursor.fetchone()[0] - before
+
+    rows, calls = lookup()
+    assert calls == 1 and all(row[0] for row in rows)
+    # The probe's matches in the newest rows, each with whether the channel keeps it.
+    kept = [row[3] for row in rows if row[4]]
+    assert kept and kept == _reference("数据库dense", filters, 100)[: len(kept)]
+    search("数据库dense", filters, limit=10, window=0)  # kept by the synchronous worker
+    assert ranked.lookup(connection.cursor(), "trigram", '"数据库dense"', corpus[1].pk)
+    rows, calls = lookup()
+    bounds = Message.objects.order_by("id").first().pk, Message.objects.order_by("id").last().pk
+    assert calls == 0 and rows == [(False, *bounds, None, None, None)]
+
+
+def test_an_entry_gone_between_the_lookups_two_reads_is_looked_up_again(corpus, monkeypatch):
+    from search import ranked
+    from search.filters import Filters
+    from search.service import search
+
+    filters = Filters(channel_id=corpus[1].pk, rank_window=100)
+    search("数据库dense", filters, limit=10, window=0)  # kept by the synchronous worker
+    kept = search("数据库dense", filters, limit=10, window=0)  # the answer from the entry
+    assert (kept.total, kept.total_exact) == (150, True)
+    head_call = ranked.head_call
+    # The entry, present for the statement that decides whether to step, is gone for the call
+    # that reads it (as if erased in between).
+    monkeypatch.setattr(
+        ranked, "head_call", lambda index, expression, *rest: head_call(index, "gone", *rest)
+    )
+    again = search("数据库dense", filters, limit=10, window=0)
+    assert [h.message.pk for h in again.hits] == [h.message.pk for h in kept.hits]
+    assert (again.total, again.total_exact) == (150, True)
+
+
 def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatch):
     from search import ranked
     from search.filters import Filters
@@ -470,6 +559,7 @@ def test_the_trigram_functions_the_migrations_made_are_the_ones_the_code_makes(d
     from search import pg_trigram
 
     names = [pg_trigram.FIRST, pg_trigram.FIRST_PAGE, pg_trigram.INDEX_READ, pg_trigram.PROBE]
+    names.append(pg_trigram.HEAD_OR_FIRST)
 
     def made() -> list[tuple]:
         with connection.cursor() as cursor:

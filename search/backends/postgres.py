@@ -8,9 +8,10 @@ but does not score. Scores are negated so that, as with FTS5's ``bm25()``, lower
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 from django.db import connection
@@ -99,6 +100,58 @@ WALK_PER_MATCH = 20
 # ANDed with the key's, which the planner would do or not by its estimates): search.pg.PLANNED.
 
 
+def _first_step(
+    needle: str, channel_id: int | None, want: int, along: FirstPage | None
+) -> tuple[str, list]:
+    """search.pg_trigram's first step for one fragment: the call (FIRST, or FIRST_PAGE with
+    ``along``) and its parameters but the bounds (the lowest id, the upper), which go fourth
+    and fifth."""
+    like, pattern = _first_patterns(needle)
+    if along is None:
+        return f"{pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)", [
+            like, pattern, channel_id, PROBE_ROWS, want,
+        ]  # fmt: skip
+    return f"{pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)", [
+        like, pattern, channel_id, PROBE_ROWS, want, along.size + 1,
+    ]  # fmt: skip
+
+
+def _kept_first(route: Route, filters: Filters) -> bool:
+    """Whether a fragment's first step can run through search.pg_trigram's kept plans: one
+    fragment, no other LIKE, no filter but the channel."""
+    return (
+        KEPT_FIRST
+        and len(route.phrases) == 1
+        and not route.like
+        and not filters_sql(replace(filters, channel_id=None))[0]
+    )
+
+
+def _lookup_and_first_step(
+    route: Route, filters: Filters, first: int, along: FirstPage | None
+) -> tuple[ranked.Best | None, tuple[int | None, int | None], list[tuple] | None] | None:
+    """A fragment's entry and, when it has none, its first step, in one round trip
+    (search.pg_trigram.HEAD_OR_FIRST; they were two: the entry with the bounds, then the step,
+    0.3-0.9 ms each at 1,000,000 messages). (the entry, the bounds, None) or (None, the bounds,
+    the step's rows); None when its entry went between the function's read and the entry's
+    (then as before)."""
+    like, pattern = _first_patterns(route.phrases[0][0])
+    params = [route.index, route.expression, ranked.scope(filters.channel_id), like, pattern]
+    params += [filters.channel_id, PROBE_ROWS, filters.rank_window_size]
+    params.append(None if along is None else along.size + 1)
+    call = f"SELECT * FROM {pg_trigram.HEAD_OR_FIRST}(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    head = ranked.head_call(route.index, route.expression, filters.channel_id, first)
+    with connection.cursor() as cursor:
+        found = call_with_first_page(cursor, call, params, along, then=head)
+        cursor.nextset()
+        entry = cursor.fetchall()
+    was_absent, lowest, highest = found[0][:3]
+    if was_absent:
+        return None, (lowest, highest), [row[3:] for row in found if row[3] is not None]
+    best = ranked.from_head(entry)
+    return None if best is None else (best, (lowest, highest), None)
+
+
 def trigram_statements(
     walk: list[str], index: list[str], where: list[str]
 ) -> tuple[str, str, str, str]:
@@ -122,6 +175,18 @@ def trigram_statements(
     )
 
 
+@dataclass(frozen=True)
+class _Written:
+    """A trigram route's statements written out (trigram_statements) and their parameters."""
+
+    whole: str
+    walk: str
+    rest: str
+    probe: str
+    params: list
+    walk_params: list
+
+
 def _trigram_candidates(
     route: Route,
     filters: Filters,
@@ -133,10 +198,12 @@ def _trigram_candidates(
     below: int | None = None,
     bounds: tuple[int | None, int | None] | None = None,
     along: FirstPage | None = None,
+    stepped: list[tuple] | None = None,
 ) -> list[int]:
     """The newest ``want`` (``rank_window``) matching rows with ids between ``above`` and
     ``below`` (both left out; ``below``: the filters' ``before_id``, or none), newest first.
     With ``along``, a first step answered by the index read brings page one's rows with it.
+    ``stepped``: that first step's rows, read already (_lookup_and_first_step).
 
     Reading every match of a common fragment through the trigram index and sorting them by
     recency costs more the longer the history (at 1,000,000 messages, 130,000 rows for a common
@@ -149,23 +216,33 @@ def _trigram_candidates(
     the hits are the same either way. (A session's rows have their own index: there the planner
     chooses.)"""
     needles = tuple(p for p, _ in route.phrases)
-    match, match_params = _like_clauses(needles)
-    extra, extra_params = _like_clauses(route.like)
-    walk_match, walk_match_params = _like_clauses(needles, narrowed=True)
-    walk_extra, walk_extra_params = _like_clauses(route.like, narrowed=True)
-    # The first walk, the probe, reads every channel's matches in its rows, each flagged
-    # whether the filters keep it: an empty probe says the fragment is rare, not just this
-    # channel's.
-    whole, walk, rest, probe = trigram_statements(
-        [INDEXED, *walk_match, *walk_extra], [INDEXED, *match, *extra], where
-    )
-    fragment_params = [*walk_match_params, *walk_extra_params]
-    params = [*match_params, *extra_params, *where_params]
-    walk_params = [*where_params, *fragment_params]
+
+    @functools.cache
+    def written() -> _Written:
+        """The statements written out for this route, with their parameters: made only when
+        one runs (a first step through the kept plans that answers needs none; their case
+        variants cost 0.1-0.2 ms to work out)."""
+        match, match_params = _like_clauses(needles)
+        extra, extra_params = _like_clauses(route.like)
+        walk_match, walk_match_params = _like_clauses(needles, narrowed=True)
+        walk_extra, walk_extra_params = _like_clauses(route.like, narrowed=True)
+        # The first walk, the probe, reads every channel's matches in its rows, each flagged
+        # whether the filters keep it: an empty probe says the fragment is rare, not just this
+        # channel's.
+        whole, walk, rest, probe = trigram_statements(
+            [INDEXED, *walk_match, *walk_extra], [INDEXED, *match, *extra], where
+        )
+        fragment_params = [*walk_match_params, *walk_extra_params]
+        return _Written(
+            whole, walk, rest, probe,
+            params=[*match_params, *extra_params, *where_params],
+            walk_params=[*where_params, *fragment_params],  # the probe's too
+        )  # fmt: skip
+
     want = want or filters.rank_window_size
     with connection.cursor() as cursor:
         if filters.session_id is not None:
-            cursor.execute(whole, [*params, want])
+            cursor.execute(written().whole, [*written().params, want])
             return [row[0] for row in cursor.fetchall()]
         if bounds is None:
             cursor.execute(BOUNDS)
@@ -180,24 +257,17 @@ def _trigram_candidates(
         read, rows = 0, PROBE_ROWS
         # One fragment, filtered by its channel at most: the probe, and the index read where it
         # finds nothing, in one call with plans kept for the connection (search.pg_trigram).
-        kept = (
-            KEPT_FIRST
-            and len(needles) == 1
-            and not route.like
-            and not filters_sql(replace(filters, channel_id=None))[0]
-        )
+        kept = _kept_first(route, filters)
         while reached > lowest and len(found) < want:
             lower = max(reached - rows, lowest)
             if not read and kept:
-                like, pattern = _first_patterns(needles[0])
-                step = [like, pattern, filters.channel_id, lowest, reached, rows, want]
-                # With page one's hits and windows, if the index read is the answer.
-                if along is None:
-                    call = f"SELECT * FROM {pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)"
+                if stepped is not None and not above and below is None:
+                    first = stepped
                 else:
-                    call = f"SELECT * FROM {pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)"
-                    step.append(along.size + 1)
-                first = call_with_first_page(cursor, call, step, along)
+                    # With page one's hits and windows, if the index read is the answer.
+                    call, step = _first_step(needles[0], filters.channel_id, want, along)
+                    step[3:3] = [lowest, reached]
+                    first = call_with_first_page(cursor, f"SELECT * FROM {call}", step, along)
                 if first and first[0][2]:  # the probe found nothing; these are the index's
                     return [row[0] for row in first]
                 matches = [(pk, keep) for pk, keep, _ in first]
@@ -206,14 +276,14 @@ def _trigram_candidates(
                     return []
             elif not read:
                 matches = pg.run_planned(
-                    cursor, pg.WALK_PLAN, probe, [*where_params, *fragment_params, lower, reached],
-                    "id bigint, keep boolean",
+                    cursor, pg.WALK_PLAN, written().probe,
+                    [*written().walk_params, lower, reached], "id bigint, keep boolean",
                 )  # fmt: skip
                 found = [pk for pk, keep in matches if keep][:want]
             else:
                 walked = pg.run_planned(
-                    cursor, pg.WALK_PLAN, walk, [*walk_params, lower, reached, want - len(found)],
-                    "id bigint",
+                    cursor, pg.WALK_PLAN, written().walk,
+                    [*written().walk_params, lower, reached, want - len(found)], "id bigint",
                 )  # fmt: skip
                 found += [row[0] for row in walked]
             read, reached = read + reached - lower, lower
@@ -234,8 +304,8 @@ def _trigram_candidates(
             indexed = pg.run_planned(
                 cursor,
                 pg.INDEX_PLAN,
-                rest,
-                [*params, lowest, reached, want - len(found)],
+                written().rest,
+                [*written().params, lowest, reached, want - len(found)],
                 "id bigint",
             )
             found += [row[0] for row in indexed]
@@ -253,12 +323,20 @@ def _run_trigram(
     others = filters_sql(replace(filters, channel_id=None))
     best = None
     bounds = None
+    along = first_page(limit, offset)
+    stepped = None
     if not route.like and not others[0]:
-        with connection.cursor() as cursor:  # the walks' bounds come along: one round trip
-            best, (bounds,) = ranked.lookup_beside(
-                cursor, route.index, route.expression, filters.channel_id, offset + limit,
-                BOUNDS, [],
-            )  # fmt: skip
+        both = None
+        if ranked.enabled() and _kept_first(route, filters):
+            both = _lookup_and_first_step(route, filters, offset + limit, along)
+        if both is not None:
+            best, bounds, stepped = both
+        else:
+            with connection.cursor() as cursor:  # the walks' bounds come along: one round trip
+                best, (bounds,) = ranked.lookup_beside(
+                    cursor, route.index, route.expression, filters.channel_id, offset + limit,
+                    BOUNDS, [],
+                )  # fmt: skip
         if (
             best is not None
             and (
@@ -269,8 +347,9 @@ def _run_trigram(
             is not None
         ):
             return answer
-    along = first_page(limit, offset)
-    candidates = _trigram_candidates(route, filters, where, params, bounds=bounds, along=along)
+    candidates = _trigram_candidates(
+        route, filters, where, params, bounds=bounds, along=along, stepped=stepped
+    )
     capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
     slow = took > (ranked.POSTGRES_SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
