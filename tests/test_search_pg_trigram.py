@@ -345,13 +345,13 @@ def test_a_fragments_first_lookup_reads_its_entry_and_first_step_in_one_round_tr
 
 def test_a_kept_fragments_lookup_never_calls_the_first_step(corpus):
     from search import pg_trigram, ranked
-    from search.backends import postgres
+    from search.backends import postgres_first
     from search.filters import Filters
     from search.service import search
 
     filters = Filters(channel_id=corpus[1].pk, rank_window=100)
     call = f"SELECT * FROM {pg_trigram.HEAD_OR_FIRST}(%s, %s, %s, %s, %s, %s, %s, %s, %s)"  # noqa: S608
-    like, pattern = postgres._first_patterns("数据库dense")
+    like, pattern = postgres_first.first_patterns("数据库dense")
     params = ["trigram", '"数据库dense"', corpus[1].pk, like, pattern, corpus[1].pk, 500, 100]
     params.append(None)  # no page
 

@@ -16,8 +16,8 @@ from functools import partial
 
 from django.db import connection
 
-from search import pg, pg_trigram, ranked
-from search.backends import common, postgres_kept
+from search import pg, ranked
+from search.backends import common, postgres_first, postgres_kept
 from search.backends.common import INDEXED, filters_sql, like_pattern
 from search.filters import Filters
 from search.fts import MESSAGE_TABLE
@@ -25,19 +25,12 @@ from search.query import Route
 from search.rows import FirstPage, call_with_first_page, first_page
 
 
-def _folds() -> dict[str, frozenset[str]] | None:
-    """This database's case folds (search.pg.case_folds), read once per database."""
-    settings = connection.settings_dict
-    with connection.cursor() as cursor:
-        return pg.case_folds(cursor, (settings["HOST"], settings["PORT"], settings["NAME"]))
-
-
 def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[list[str], list]:
     """Case-insensitive substring matches, as SQLite's ``LIKE`` and trigram ``MATCH`` are: LIKE
     on each case variant where there are few (a CJK or punctuation needle has one), ILIKE
     otherwise -- the same rows either way, LIKE at a fraction of ILIKE's cost per row.
     ``narrowed`` (walks only, see pg.narrowed_match): ILIKE only where LIKE found a piece."""
-    folds = _folds()
+    folds = postgres_first.folds()
     clauses: list[str] = []
     params: list = []
     for needle in needles:
@@ -53,18 +46,6 @@ def _like_clauses(needles: tuple[str, ...], *, narrowed: bool = False) -> tuple[
             clauses.append(pg.substring_match())
             params += [like_pattern(needle)] * 2
     return clauses, params
-
-
-def _first_patterns(needle: str) -> tuple[list[str] | None, str | None]:
-    """A fragment's patterns as search.pg_trigram.FIRST takes them: its case variants for LIKE
-    and no ILIKE pattern, or a two-character piece's variants (the probe's narrowing, or none)
-    and the ILIKE pattern -- the clauses _like_clauses writes out for it."""
-    folds = _folds()
-    variants = pg.case_variants(needle, folds)
-    if variants is not None:
-        return [like_pattern(v) for v in variants], None
-    pairs = pg.narrowing_pair(needle, folds)
-    return (None if pairs is None else [like_pattern(p) for p in pairs]), like_pattern(needle)
 
 
 def _tsquery(route: Route) -> tuple[str, list]:
@@ -100,22 +81,6 @@ WALK_PER_MATCH = 20
 # ANDed with the key's, which the planner would do or not by its estimates): search.pg.PLANNED.
 
 
-def _first_step(
-    needle: str, channel_id: int | None, want: int, along: FirstPage | None
-) -> tuple[str, list]:
-    """search.pg_trigram's first step for one fragment: the call (FIRST, or FIRST_PAGE with
-    ``along``) and its parameters but the bounds (the lowest id, the upper), which go fourth
-    and fifth."""
-    like, pattern = _first_patterns(needle)
-    if along is None:
-        return f"{pg_trigram.FIRST}(%s, %s, %s, %s, %s, %s, %s)", [
-            like, pattern, channel_id, PROBE_ROWS, want,
-        ]  # fmt: skip
-    return f"{pg_trigram.FIRST_PAGE}(%s, %s, %s, %s, %s, %s, %s, %s)", [
-        like, pattern, channel_id, PROBE_ROWS, want, along.size + 1,
-    ]  # fmt: skip
-
-
 def _kept_first(route: Route, filters: Filters) -> bool:
     """Whether a fragment's first step can run through search.pg_trigram's kept plans: one
     fragment, no other LIKE, no filter but the channel."""
@@ -125,31 +90,6 @@ def _kept_first(route: Route, filters: Filters) -> bool:
         and not route.like
         and not filters_sql(replace(filters, channel_id=None))[0]
     )
-
-
-def _lookup_and_first_step(
-    route: Route, filters: Filters, first: int, along: FirstPage | None
-) -> tuple[ranked.Best | None, tuple[int | None, int | None], list[tuple] | None] | None:
-    """A fragment's entry and, when it has none, its first step, in one round trip
-    (search.pg_trigram.HEAD_OR_FIRST; they were two: the entry with the bounds, then the step,
-    0.3-0.9 ms each at 1,000,000 messages). (the entry, the bounds, None) or (None, the bounds,
-    the step's rows); None when its entry went between the function's read and the entry's
-    (then as before)."""
-    like, pattern = _first_patterns(route.phrases[0][0])
-    params = [route.index, route.expression, ranked.scope(filters.channel_id), like, pattern]
-    params += [filters.channel_id, PROBE_ROWS, filters.rank_window_size]
-    params.append(None if along is None else along.size + 1)
-    call = f"SELECT * FROM {pg_trigram.HEAD_OR_FIRST}(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    head = ranked.head_call(route.index, route.expression, filters.channel_id, first)
-    with connection.cursor() as cursor:
-        found = call_with_first_page(cursor, call, params, along, then=head)
-        cursor.nextset()
-        entry = cursor.fetchall()
-    was_absent, lowest, highest = found[0][:3]
-    if was_absent:
-        return None, (lowest, highest), [row[3:] for row in found if row[3] is not None]
-    best = ranked.from_head(entry)
-    return None if best is None else (best, (lowest, highest), None)
 
 
 def trigram_statements(
@@ -203,7 +143,7 @@ def _trigram_candidates(
     """The newest ``want`` (``rank_window``) matching rows with ids between ``above`` and
     ``below`` (both left out; ``below``: the filters' ``before_id``, or none), newest first.
     With ``along``, a first step answered by the index read brings page one's rows with it.
-    ``stepped``: that first step's rows, read already (_lookup_and_first_step).
+    ``stepped``: that first step's rows, read already (postgres_first.lookup_and_first_step).
 
     Reading every match of a common fragment through the trigram index and sorting them by
     recency costs more the longer the history (at 1,000,000 messages, 130,000 rows for a common
@@ -265,7 +205,9 @@ def _trigram_candidates(
                     first = stepped
                 else:
                     # With page one's hits and windows, if the index read is the answer.
-                    call, step = _first_step(needles[0], filters.channel_id, want, along)
+                    call, step = postgres_first.first_step(
+                        needles[0], filters.channel_id, rows, want, along
+                    )
                     step[3:3] = [lowest, reached]
                     first = call_with_first_page(cursor, f"SELECT * FROM {call}", step, along)
                 if first and first[0][2]:  # the probe found nothing; these are the index's
@@ -328,7 +270,9 @@ def _run_trigram(
     if not route.like and not others[0]:
         both = None
         if ranked.enabled() and _kept_first(route, filters):
-            both = _lookup_and_first_step(route, filters, offset + limit, along)
+            both = postgres_first.lookup_and_first_step(
+                route, filters, PROBE_ROWS, offset + limit, along
+            )
         if both is not None:
             best, bounds, stepped = both
         else:
