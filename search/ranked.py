@@ -129,10 +129,7 @@ def lookup(
     if not enabled():
         return None
     if first is not None and connection.vendor == "postgresql":
-        cursor.execute(
-            f"SELECT * FROM {HEAD_FUNCTION}(%s, %s, %s, %s)",
-            [index, expression, scope(channel_id), first],
-        )
+        cursor.execute(*head_call(index, expression, channel_id, first))
         return _from_head(cursor.fetchall())
     cursor.execute(
         f"SELECT id, upto, matched, floor, floor_id, (SELECT max(id) FROM {MESSAGE_TABLE}) "
@@ -157,10 +154,8 @@ def lookup_beside(
     if not enabled():
         cursor.execute(sql, params)
         return None, cursor.fetchall()
-    cursor.execute(
-        f"SELECT * FROM {HEAD_FUNCTION}(%s, %s, %s, %s); {sql}",
-        [index, expression, scope(channel_id), first, *params],
-    )
+    head, head_params = head_call(index, expression, channel_id, first)
+    cursor.execute(f"{head}; {sql}", [*head_params, *params])
     best = _from_head(cursor.fetchall())
     cursor.nextset()
     return best, cursor.fetchall()

@@ -389,13 +389,17 @@ def test_an_entry_gone_between_the_lookups_two_reads_is_looked_up_again(corpus, 
     search("数据库dense", filters, limit=10, window=0)  # kept by the synchronous worker
     kept = search("数据库dense", filters, limit=10, window=0)  # the answer from the entry
     assert (kept.total, kept.total_exact) == (150, True)
-    head_call = ranked.head_call
-    # The entry, present for the statement that decides whether to step, is gone for the call
-    # that reads it (as if erased in between).
-    monkeypatch.setattr(
-        ranked, "head_call", lambda index, expression, *rest: head_call(index, "gone", *rest)
-    )
+    # The entry, present for the function that decides whether to step, is gone for the read
+    # of it in the same round trip (as if erased in between): once.
+    seen = []
+
+    def gone(rows):
+        seen.append(rows)
+        return None
+
+    monkeypatch.setattr(ranked, "from_head", gone)
     again = search("数据库dense", filters, limit=10, window=0)
+    assert len(seen) == 1 and seen[0]  # the entry was there, and was taken for gone
     assert [h.message.pk for h in again.hits] == [h.message.pk for h in kept.hits]
     assert (again.total, again.total_exact) == (150, True)
 
