@@ -11,8 +11,9 @@ a million messages, in a new process with the OS cache dropped, the rare facts' 
 took p95 3.3 ms (up to 4.6 in a kind), prewarmed 1.0 (bench/prewarm.py). The file is read
 through once, 1 MiB at a time, in a thread of its own: the pages are the OS cache's, shared by
 every process and connection, evicted as any. It is read, not only advised: Linux reads ahead
-for a ``posix_fadvise(WILLNEED)`` at most the device's read-ahead (``read_ahead_kb``, 128 KiB
-by default), so asking for 8 MiB at a time cached 1/64 of the file on such a disk.
+for a ``posix_fadvise(WILLNEED)`` at most the larger of the device's read-ahead
+(``read_ahead_kb``, 128 KiB by default) and its largest request (``max_sectors_kb``), so asking
+for 8 MiB at a time cached half a file here with the default, and less on other disks.
 """
 
 from __future__ import annotations
