@@ -294,6 +294,11 @@ def request(index: str, expression: str, phrases: Sequence, channel_id: int | No
     asks.append((key, [list(p) for p in phrases], channel_id))
 
 
+def forget_asks() -> None:
+    """Drop the refreshes this thread's lookups asked for and have not flushed (a warm-up's)."""
+    _pending.asks = []
+
+
 def flush() -> None:
     """Hand the refreshes this thread's lookups asked for to the process's enqueuer thread.
 

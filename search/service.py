@@ -22,7 +22,7 @@ from sessions_app.models import Message, Session
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Filters", "Hit", "InvalidQuery", "SearchResult", "search"]
+__all__ = ["Filters", "Hit", "InvalidQuery", "SearchResult", "search", "warm_routes"]
 
 
 # The API's answer is made from these two (search.api): a field's type and description here are
@@ -209,6 +209,37 @@ def search(
     ranked.flush()  # the refreshes asked for go to the enqueuer thread (search.ranked)
     SEARCH_SECONDS.labels(result.index or "none").observe(result.total_seconds)
     return result
+
+
+# What warm_routes runs: a word, a CJK pair, a CJK character and a fragment, each unlikely to
+# match anything, so that each index route's statements run and read next to nothing. (A query
+# no index route answers would go on to the bounded scan, which warm_routes leaves out.)
+WARM_QUERIES = ("zqxjwarm", "齾齽", "齾", "zq_wr")
+
+
+def warm_routes(limit: int = 20, window: int = 2) -> None:
+    """Run the index routes of WARM_QUERIES once each, within a channel and without one (a
+    gateway's search and an operator's), on this thread's connection: the statements a search
+    runs there first. A new connection pays for them once: on PostgreSQL its server process
+    compiles the search functions and loads the catalog and the unaccent rules; SQLite's page
+    cache starts empty (search.warm.warm_connection). Nothing is recorded: no metric, no refresh
+    asked. Raises DatabaseError where the database does not answer."""
+    started = time.perf_counter()
+    backend = _backend()
+    try:
+        for channel_id in (0, None):  # no channel has id 0: the channel's statements, no rows
+            filters = Filters(channel_id=channel_id).resolved()
+            for text in WARM_QUERIES:
+                for route in parse(text).routes:
+                    if route.index == "scan":
+                        continue
+                    rows.expect_first_page(rows.FirstPage(limit, results.window_slack(window)))
+                    # Not through _run, whose fallback would log a database away as a failure.
+                    backend.run_fts(route, filters, limit + 1, 0)
+    finally:
+        rows.expect_first_page(None)
+        ranked.forget_asks()
+    logger.debug("search routes warmed in %.1f ms", (time.perf_counter() - started) * 1000)
 
 
 def _hits(

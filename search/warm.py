@@ -35,6 +35,24 @@ logger = logging.getLogger(__name__)
 PREWARM_CHUNK = 1 << 20  # one read's buffer: 1 MiB
 
 
+def warm_connection() -> bool:
+    """Open this thread's database connection and run the search's statements on it once
+    (search.service.warm_routes), so that the first search a request thread answers does not pay
+    for a new connection: at 1,000,000 messages a first search on a new connection took p50 10.8
+    ms on PostgreSQL (a server process started, its catalog read, the search functions compiled)
+    and 1.5 ms on SQLite (an empty page cache), against 0.8 and 0.4 ms on a kept one. Never
+    raises: False, and a warning, where the database does not answer (the first request then
+    opens the connection, as it would have)."""
+    from search.service import warm_routes
+
+    try:
+        warm_routes()
+    except DatabaseError as exc:
+        logger.warning("warming a database connection failed (its first search will): %s", exc)
+        return False
+    return True
+
+
 def warm_up(*, close: bool = True) -> threading.Thread | None:
     """Never raises: a database away at start-up leaves the read to the first lookup, as
     before. ``close``: drop the connection it opened (the worker's request threads have their
