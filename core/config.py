@@ -317,6 +317,10 @@ class ServerConfig(_Block):
     # Each thread's connection is opened again after this many seconds of age (not idleness):
     # the request that reopens it pays for a new connection and a cold cache (docs/deployment.md).
     db_conn_max_age: Annotated[int, Field(ge=0, le=86400)] = 3600
+    # bin/serve: each web thread opens its connection and runs the search's statements on it
+    # before its first request, and again after the answer that closed it for its age, so no
+    # request waits for a new connection (hermes_site.warm). Off: opened by the first request.
+    warm_connections: bool = True
     # django-q2 gives a task `timeout` seconds and hands it to another worker after `retry`; empty
     # means sized from compression.max_attempts and the model ceiling. retry must exceed timeout.
     task_timeout_seconds: Annotated[int, Field(ge=10)] | None = None

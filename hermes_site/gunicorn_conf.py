@@ -67,10 +67,12 @@ if _server.log_format == "json":
 
 def post_worker_init(worker) -> None:
     """The app is loaded in a new web process: load and read what its first request would
-    otherwise wait for (hermes_site.warm), before it takes requests."""
-    from hermes_site.warm import warm_process
+    otherwise wait for (hermes_site.warm), and start its request threads with their database
+    connections open and warmed, before it takes requests."""
+    from hermes_site.warm import warm_process, warm_threads
 
     warm_process()
+    warm_threads(worker.tpool, worker.cfg.threads)
 
 
 def child_exit(server, worker) -> None:

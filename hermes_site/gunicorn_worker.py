@@ -1,5 +1,6 @@
 """The web server's worker: gunicorn's threads, with the errors gunicorn answers itself (before
-Django sees the request) in the API's JSON shape instead of an HTML page.
+Django sees the request) in the API's JSON shape instead of an HTML page, and each thread's
+database connection warmed again, after the answer, once a request's end has closed it.
 
 A request line over ``limit_request_line`` (a long query sent with GET), headers over their
 limits or a request gunicorn cannot parse never reach Django, so no middleware can shape their
@@ -8,6 +9,8 @@ answer; a client of a JSON API should still get ``{"detail": ...}`` it can show.
 from __future__ import annotations
 
 import json
+from concurrent import futures
+from functools import partial
 from typing import Any
 
 from gunicorn import util
@@ -56,6 +59,34 @@ def refusal(exc: BaseException, limit_request_line: int) -> tuple[int, str, str]
 
 
 class JsonErrorsWorker(ThreadWorker):
+    def enqueue_req(self, conn: Any) -> None:
+        """gunicorn's, but for the end: the connection goes back to the poller (or is closed) as
+        soon as the answer is written, as gunicorn's own callback does, and only then, on the
+        same thread, is its database connection warmed again where the request's end closed it
+        (hermes_site.warm.rewarm_if_closed): a client's next request on this connection goes
+        to another thread meanwhile instead of waiting for the warm-up."""
+        task = self.tpool.submit(self._serve, conn)
+        task.add_done_callback(partial(self._cancelled, conn))
+
+    def _cancelled(self, conn: Any, task: futures.Future) -> None:
+        """A task the pool cancelled never ran: finish_request closes its connection."""
+        if task.cancelled():
+            self.method_queue.defer(self.finish_request, conn, task)
+
+    def _serve(self, conn: Any) -> None:
+        done: futures.Future = futures.Future()
+        try:
+            done.set_result(self.handle(conn))
+        except BaseException as exc:  # as the pool's future would hold it: finish_request reads it
+            done.set_exception(exc)
+        self.method_queue.defer(self.finish_request, conn, done)
+        try:
+            from hermes_site.warm import rewarm_if_closed
+
+            rewarm_if_closed()
+        except Exception as exc:  # a warm-up is never worth a thread: the next request opens it
+            self.log.warning("warming a request thread's connection failed: %s", exc)
+
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         found = refusal(exc, self.cfg.limit_request_line)
         if found is None:

@@ -430,14 +430,19 @@ def test_a_served_process_keeps_its_database_connection_on_sqlite_as_on_postgres
 
 
 @pytest.mark.slow  # a process: 2 s
-def test_a_web_process_loads_every_route_before_its_first_request(tmp_path):
+def test_a_web_process_loads_every_route_and_starts_its_threads_before_its_first_request(tmp_path):
     # Django imports the URLconf (every view, router and schema: half a second) on a process's
     # first request; gunicorn's post_worker_init loads it first, so no client's request waits.
+    # It starts the request threads too, which warm their connections -- here, on a database not
+    # migrated yet, they fail to and the process starts all the same (tests/test_warm_connections).
     code = (
         "import sys, django; django.setup(); "
+        "from concurrent.futures import ThreadPoolExecutor; from types import SimpleNamespace; "
         "before = 'sessions_app.api.routes' in sys.modules; "
-        "from hermes_site import gunicorn_conf; gunicorn_conf.post_worker_init(None); "
-        "print(before, 'sessions_app.api.routes' in sys.modules, 'search.api' in sys.modules)"
+        "worker = SimpleNamespace(tpool=ThreadPoolExecutor(2), cfg=SimpleNamespace(threads=2)); "
+        "from hermes_site import gunicorn_conf; gunicorn_conf.post_worker_init(worker); "
+        "print(before, 'sessions_app.api.routes' in sys.modules, 'search.api' in sys.modules, "
+        "len(worker.tpool._threads))"
     )
     path = tmp_path / "hermes.yaml"
     path.write_text(f"server:\n  data_dir: {tmp_path}\n", encoding="utf-8")
@@ -446,4 +451,4 @@ def test_a_web_process_loads_every_route_before_its_first_request(tmp_path):
         "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
         "HERMES_CONFIG": str(path),
     }
-    assert python("-c", code, env=env, timeout=120).strip() == "False True True"
+    assert python("-c", code, env=env, timeout=120).strip() == "False True True 2"
