@@ -478,7 +478,7 @@ def measure(repeat: int, parts: Parts) -> dict:
     from search import ranked
     from search.filters import Filters
     from search.service import search
-    from search.warm import warm_up
+    from search.warm import warm_connection, warm_up
     from sessions_app.models import Channel, Message
 
     with connection.cursor() as cursor:
@@ -493,6 +493,7 @@ def measure(repeat: int, parts: Parts) -> dict:
     # As the API searches for a gateway: within its channel.
     api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
     warm_up(close=False)  # what a web process does when it starts (search.warm)
+    warm_connection()  # ...and each of its request threads, on its connection
     for q in WARM_UP:
         search(q, api, limit=20, window=2)
         ranked.drain(30)
