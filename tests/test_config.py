@@ -441,8 +441,11 @@ def test_a_web_process_loads_every_route_and_starts_its_threads_before_its_first
         "before = 'sessions_app.api.routes' in sys.modules; "
         "worker = SimpleNamespace(tpool=ThreadPoolExecutor(2), cfg=SimpleNamespace(threads=2)); "
         "from hermes_site import gunicorn_conf; gunicorn_conf.post_worker_init(worker); "
+        "import re; from django.urls import resolve; compiled = []; real = re.compile; "
+        "re.compile = lambda *a, **k: compiled.append(a) or real(*a, **k); "
+        "resolve('/api/v1/search'); resolve('/api/v1/sessions/abc/context'); "
         "print(before, 'sessions_app.api.routes' in sys.modules, 'search.api' in sys.modules, "
-        "len(worker.tpool._threads))"
+        "len(worker.tpool._threads), len(compiled))"
     )
     path = tmp_path / "hermes.yaml"
     path.write_text(f"server:\n  data_dir: {tmp_path}\n", encoding="utf-8")
@@ -451,4 +454,5 @@ def test_a_web_process_loads_every_route_and_starts_its_threads_before_its_first
         "DJANGO_SETTINGS_MODULE": "hermes_site.settings",
         "HERMES_CONFIG": str(path),
     }
-    assert python("-c", code, env=env, timeout=120).strip() == "False True True 2"
+    # ...and its routes' patterns compiled: matching a request compiles none.
+    assert python("-c", code, env=env, timeout=120).strip() == "False True True 2 0"
