@@ -23,16 +23,16 @@ Stored: the index, the query's index expression, message ids and scores -- never
 from __future__ import annotations
 
 import logging
-import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core import later
 from search import rows
 from search.fts import MESSAGE_TABLE
 
@@ -61,8 +61,6 @@ ASK_EVERY_SECONDS = 30.0
 # ...once the matches newer than the kept rows reach this share of a window (1/10): each costs
 # the lookup a moment to score (on SQLite, a pass over the term's matches to count them).
 REFRESH_SHARE = 10
-# A web process's enqueuer closes its database connection after this long without an ask.
-ENQUEUER_IDLE_SECONDS = 60.0
 # A query that matches fewer than a window is kept too when its lookup took this long (a phrase
 # of common words, whose position lists the index intersects on every lookup): then only its
 # matches newer than the refresh are read. A kept lookup takes 0.2-0.5 ms at 1,000,000 messages
@@ -300,88 +298,27 @@ def forget_asks() -> None:
 
 
 def flush() -> None:
-    """Hand the refreshes this thread's lookups asked for to the process's enqueuer thread.
-
-    Queueing a task is a write -- on SQLite's ORM broker a write transaction that waits for the
-    lock behind every append, and django-q2 may close the connection before it writes, so the next
-    lookup would start on a cold one -- and a search makes no write on its request path. With the
-    queue synchronous (the tests' settings: the task runs where it is queued) they are queued here,
-    at once. An ask is a hint: one lost when the process stops is asked again by a later lookup."""
+    """Hand the refreshes this thread's lookups asked for to the process's thread for writes
+    made after the answer (core.later): queueing a task is a write -- on SQLite's ORM broker a
+    write transaction that waits for the lock behind every append, and django-q2 may close the
+    connection before it writes, so the next lookup would start on a cold one -- and a search
+    makes no write on its request path. An ask is a hint: one lost when the process stops is
+    asked again by a later lookup."""
     asks, _pending.asks = getattr(_pending, "asks", None) or [], []
     if not asks:
         return
-    from django_q.conf import Conf
-
     from core.logs import task_kwargs
 
     batch = [(*ask, task_kwargs()) for ask in asks]
-    if Conf.SYNC:
-        _enqueue(batch)
-    else:
-        _enqueuer().put(batch)
+    later.run_later(partial(_enqueue, batch), "queueing the ranking refreshes")
 
 
 def drain(timeout: float = 5.0) -> bool:
-    """Wait until the enqueuer has queued every ask handed to it (tests and benches)."""
-    enqueuer = _enqueuer_queue
-    if enqueuer is None:
-        return True
-    deadline = time.monotonic() + timeout
-    while enqueuer.unfinished_tasks:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+    """Wait until the asks handed over are queued (tests and benches)."""
+    return later.drain(timeout)
 
 
 Ask = tuple[tuple[str, str, int], list, int | None, dict[str, str]]
-_enqueuer_queue: queue.Queue[list[Ask]] | None = None
-_enqueuer_pid: int | None = None
-_enqueuer_lock = threading.Lock()
-
-
-def _enqueuer() -> queue.Queue[list[Ask]]:
-    """The process's enqueuer: one daemon thread, started on first use and again in a forked
-    child (a thread does not survive the fork of a server's worker)."""
-    global _enqueuer_queue, _enqueuer_pid
-    with _enqueuer_lock:
-        if _enqueuer_queue is None or _enqueuer_pid != os.getpid():
-            _enqueuer_queue, _enqueuer_pid = queue.Queue(), os.getpid()
-            threading.Thread(
-                target=_run_enqueuer, args=(_enqueuer_queue,), name="ranked-enqueuer", daemon=True
-            ).start()
-        return _enqueuer_queue
-
-
-def _run_enqueuer(asks: queue.Queue[list[Ask]]) -> None:
-    """Queue each batch handed on. The thread keeps its connection between batches as a
-    request's thread does (``CONN_MAX_AGE``): opening one to queue a single ask cost 3 ms of a
-    SQLite web process, 0.4 on a kept one, beside the requests that follow the asking one. It
-    closes it once no ask has come for ``ENQUEUER_IDLE_SECONDS``."""
-    from django.db import connection as own  # this thread's connection, not a request's
-
-    while True:
-        try:
-            batch = asks.get(timeout=ENQUEUER_IDLE_SECONDS)
-        except queue.Empty:
-            _let_go(own.close)  # idle: hold no connection until the next ask
-            batch = asks.get()
-        try:
-            _enqueue(batch)
-        except Exception:  # the thread lives on; _enqueue logs each refusal itself
-            logger.warning("the ranking enqueuer failed on a batch", exc_info=True)
-        finally:
-            # As at a request's end: closed if broken or past its age (at once in the tests').
-            _let_go(own.close_if_unusable_or_obsolete)
-            asks.task_done()
-
-
-def _let_go(close: Callable[[], None]) -> None:
-    """Close the enqueuer's connection, or log why not: the thread must outlive a failed close."""
-    try:
-        close()
-    except Exception as exc:  # a dropped socket, say: its message says enough
-        logger.warning("the ranking enqueuer could not close its connection: %s", exc)
 
 
 def _enqueue(batch: Sequence[Ask]) -> None:

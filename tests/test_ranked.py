@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import later
 from search import pg, ranked
 from search.service import Filters, search
 from sessions_app import services
@@ -721,7 +722,7 @@ def test_a_lookup_returns_before_its_refresh_is_queued_and_the_enqueuer_queues_i
     assert answer.ranked_within == 100 and queued == []  # answered while the broker waits
     release.set()
     assert ranked.drain()
-    assert queued == [("search.tasks.refresh_ranked", '"alpha"', "ranked-enqueuer", "req-ranked-1")]
+    assert queued == [("search.tasks.refresh_ranked", '"alpha"', "hermes-later", "req-ranked-1")]
 
 
 def test_the_enqueuer_keeps_its_connection_between_asks_as_a_request_does_and_closes_it_idle(
@@ -736,7 +737,7 @@ def test_the_enqueuer_keeps_its_connection_between_asks_as_a_request_does_and_cl
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", False)
-    monkeypatch.setattr(ranked, "ENQUEUER_IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(later, "IDLE_SECONDS", 0.3)
     # Kept connections, as deployed (the tests' settings close each at its request's end).
     monkeypatch.setitem(requests_connection.settings_dict, "CONN_MAX_AGE", 600)
     opened, closes, idle_closed = [], [], threading.Event()
@@ -766,7 +767,7 @@ def test_the_enqueuer_keeps_its_connection_between_asks_as_a_request_does_and_cl
         search("alpha", filters, limit=5)
         assert ranked.drain()
     assert len(opened) == 2 and opened[0] is opened[1] and closes == []
-    assert idle_closed.wait(5)  # no ask for ENQUEUER_IDLE_SECONDS: closed
+    assert idle_closed.wait(5)  # no ask for later.IDLE_SECONDS: closed
     assert len(closes) == 1
 
 
@@ -825,13 +826,13 @@ def test_a_forked_child_starts_its_own_enqueuer_instead_of_feeding_its_parent_s_
     filters = Filters(rank_window=100, channel_id=channel.pk)
     search("alpha", filters, limit=5)
     assert ranked.drain()
-    parent = ranked._enqueuer_queue
+    parent = later._queue
     # As a server's forked worker sees it: the queue object is inherited, its thread is not.
-    monkeypatch.setattr(ranked, "_enqueuer_pid", -1)
+    monkeypatch.setattr(later, "_pid", -1)
     ranked._asked.clear()
     search("alpha", filters, limit=5)
     assert ranked.drain()
-    assert ranked._enqueuer_queue is not parent
+    assert later._queue is not parent
     assert queued == ['"alpha"', '"alpha"']
 
 
