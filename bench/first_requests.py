@@ -35,7 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench._timing import free_port, percentile  # noqa: E402 - after the path
 
-SETTLE_SECONDS = 3.0  # after /healthz answers: the web processes and the task worker finish starting
+SETTLE_SECONDS = (
+    3.0  # after /healthz answers: the web processes and the task worker finish starting
+)
 
 
 def _config(data: Path, warm: bool) -> None:
@@ -189,16 +191,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5, help="service starts per arm")
-    parser.add_argument("--clients", type=int, default=0, help="0: server.web_threads")
+    parser.add_argument(
+        "--clients", type=int, default=4, help="clients at once (4: server.web_threads' default)"
+    )
     parser.add_argument("--backend", choices=("both", "sqlite", "postgres"), default="both")
     parser.add_argument("--child-results", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.size < 10_000 or args.rounds < 1:
-        parser.error("--size of at least 10,000 (the facts' sessions) and --rounds of 1 or more")
+    if args.size < 10_000 or args.rounds < 1 or args.clients < 1:
+        parser.error(
+            "--size of at least 10,000 (the facts' sessions), --rounds and --clients of 1 or more"
+        )
     if args.child_results:
         child(args.size, args.rounds, args.clients, args.child_results)
         return
-    clients = args.clients or 4  # server.web_threads' default
+    clients = args.clients
     from bench import search as corpus
 
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
