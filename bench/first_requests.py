@@ -35,9 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench._timing import free_port, percentile  # noqa: E402 - after the path
 
-SETTLE_SECONDS = (
-    3.0  # after /healthz answers: the web processes and the task worker finish starting
-)
+# After /healthz answers: the web processes and the task worker finish starting.
+SETTLE_SECONDS = 3.0
 
 
 def _config(data: Path, warm: bool) -> None:
