@@ -310,6 +310,13 @@ def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path
                 "hermes_site.gunicorn_worker.JsonErrorsWorker",
             ]
             assert "(3 web processes x 7 threads" in served.output()
+            # Each process started its 7 threads, each with its connection warmed, before it
+            # took a request (hermes_site.warm.warm_threads, from gunicorn's post_worker_init).
+            wait_for(
+                lambda: served.output().count("7 of 7 request threads' connections warmed") == 3,
+                "each web process's threads warmed",
+                60,
+            )
         finally:
             code, _ = served.stop(signal.SIGTERM)
         assert code == 0, served.output()
