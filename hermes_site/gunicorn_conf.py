@@ -69,10 +69,11 @@ def post_worker_init(worker) -> None:
     """The app is loaded in a new web process: load and read what its first request would
     otherwise wait for (hermes_site.warm), and start its request threads with their database
     connections open and warmed, before it takes requests."""
-    from hermes_site.warm import warm_process, warm_threads
+    from hermes_site.warm import close_aged_after_answers, warm_process, warm_threads
 
     warm_process()
     warm_threads(worker.tpool, worker.cfg.threads)
+    close_aged_after_answers()
 
 
 def child_exit(server, worker) -> None:

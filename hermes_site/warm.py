@@ -11,7 +11,8 @@ compiled (a first search took p50 10.8 ms at 1,000,000 messages, 0.8 on a kept c
 SQLite an empty page cache (1.3 against 0.3). warm_threads starts every thread of the worker's
 pool before it takes a request and opens and warms each one's connection
 (search.warm.warm_connection); hermes_site.gunicorn_worker warms a thread's connection again
-after the answer that closed it for its age (``server.db_conn_max_age``).
+after the answer that closed it for its age (``server.db_conn_max_age``), which
+close_aged_after_answers makes the end of a request, never its start.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import threading
 import time
 from concurrent import futures
 
-from django.db import connection
+from django.core.signals import request_started
+from django.db import close_old_connections, connection
 from django.urls import URLResolver, get_resolver
 
 from core.config import get_config
@@ -84,6 +86,20 @@ def warm_threads(pool: futures.ThreadPoolExecutor, threads: int) -> int:
         (time.monotonic() - began) * 1000,
     )
     return warmed
+
+
+def close_aged_after_answers() -> bool:
+    """Close a connection past its age (``server.db_conn_max_age``) at the end of a request, no
+    longer at the start of the next: Django does both (``close_old_connections`` on each
+    signal), so a thread idle past the age opened a new connection in its next request. That
+    request now uses the old one -- health-checked on first use as any kept connection, so one
+    the server ended is replaced -- and rewarm_if_closed warms the new one after the answer. The
+    start's check has nothing else to do: the end of the thread's last request checked the
+    rest (errors, autocommit). Only where connections are warmed; returns whether it applies."""
+    server = get_config().server
+    if not server.warm_connections or not server.db_conn_max_age:
+        return False
+    return request_started.disconnect(close_old_connections)
 
 
 def rewarm_if_closed() -> bool:
