@@ -72,8 +72,9 @@ def post_worker_init(worker) -> None:
     from hermes_site.warm import close_aged_after_answers, warm_process, warm_threads
 
     warm_process()
-    warm_threads(worker.tpool, worker.cfg.threads)
-    close_aged_after_answers()
+    if hasattr(worker, "tpool"):  # gunicorn's threaded worker (not one chosen with -k instead)
+        warm_threads(worker.tpool, worker.cfg.threads)
+        close_aged_after_answers()
 
 
 def child_exit(server, worker) -> None:

@@ -96,10 +96,16 @@ def close_aged_after_answers() -> bool:
     the server ended is replaced -- and rewarm_if_closed warms the new one after the answer. The
     start's check has nothing else to do: the end of the thread's last request checked the
     rest (errors, autocommit). Only where connections are warmed; returns whether it applies."""
-    server = get_config().server
-    if not server.warm_connections or not server.db_conn_max_age:
+    if not _rotated_here():
         return False
     return request_started.disconnect(close_old_connections)
+
+
+def _rotated_here() -> bool:
+    """Whether this process warms connections and replaces them at their age (neither applies
+    where connections are per request)."""
+    server = get_config().server
+    return server.warm_connections and bool(server.db_conn_max_age)
 
 
 def rewarm_if_closed() -> bool:
@@ -107,8 +113,7 @@ def rewarm_if_closed() -> bool:
     age, ``server.db_conn_max_age``, or an error that left it unusable), so the thread's next
     request does not open it. Not where connections are per request (``db_conn_max_age`` 0)."""
     global _failed_at
-    server = get_config().server
-    if not server.warm_connections or not server.db_conn_max_age or connection.connection:
+    if connection.connection or not _rotated_here():
         return False
     if _failed_at is not None and time.monotonic() - _failed_at < RETRY_AFTER_SECONDS:
         return False

@@ -441,6 +441,7 @@ def test_a_web_process_loads_every_route_and_starts_its_threads_before_its_first
         "before = 'sessions_app.api.routes' in sys.modules; "
         "worker = SimpleNamespace(tpool=ThreadPoolExecutor(2), cfg=SimpleNamespace(threads=2)); "
         "from hermes_site import gunicorn_conf; gunicorn_conf.post_worker_init(worker); "
+        "gunicorn_conf.post_worker_init(SimpleNamespace()); "  # a worker without threads (-k sync)
         "import re; from django.urls import resolve; compiled = []; real = re.compile; "
         "re.compile = lambda *a, **k: compiled.append(a) or real(*a, **k); "
         "resolve('/api/v1/search'); resolve('/api/v1/sessions/abc/context'); "
