@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._timing import free_port, percentile  # noqa: E402 - after the path
+from bench._timing import percentile  # noqa: E402 - after the path
 
 # After /healthz answers: the web processes and the task worker finish starting.
 SETTLE_SECONDS = 3.0
@@ -44,36 +44,6 @@ def _config(data: Path, warm: bool) -> None:
         f"server:\n  data_dir: {data}\n  warm_connections: {'true' if warm else 'false'}\n",
         encoding="utf-8",
     )
-
-
-def _serve(data: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "HERMES_CONFIG": str(data / "hermes.yaml")}
-    env["HERMES_ADDR"] = f"127.0.0.1:{port}"
-    log = open(data / "serve.log", "a", encoding="utf-8")  # noqa: SIM115 - the process keeps it
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--no-migrate"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def _ready(port: int, process: subprocess.Popen, data: Path) -> float:
-    """Seconds until ``GET /healthz`` answers (a view that reads no database)."""
-    began = time.monotonic()
-    while time.monotonic() - began < 120:
-        if process.poll() is not None:
-            raise SystemExit(f"the service stopped: see {data / 'serve.log'}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return time.monotonic() - began
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"the service did not start: see {data / 'serve.log'}")
 
 
 def _round(port: int, key: str, queries: list[list[str]]) -> tuple[list[float], list[float]]:
@@ -148,19 +118,15 @@ def child(size: int, rounds: int, clients: int, out: Path) -> None:
         for n in range(rounds * 2):
             arm = ("warmed", "baseline")[n % 2]
             _config(data, warm=arm == "warmed")
-            port = free_port()
-            process = _serve(data, port)
-            try:
-                results[arm]["start"].append(_ready(port, process, data))
+            began = time.monotonic()
+            with corpus.Service(data) as service:  # manage.py serve, once /healthz answers
+                results[arm]["start"].append(time.monotonic() - began)
                 time.sleep(SETTLE_SECONDS)
                 start = n * clients * 2
                 mine = [facts[start + 2 * c : start + 2 * c + 2] for c in range(clients)]
-                first, second = _round(port, key, mine)
+                first, second = _round(service.port, key, mine)
                 results[arm]["first"] += first
                 results[arm]["second"] += second
-            finally:
-                process.terminate()
-                process.wait(60)
         out.write_text(json.dumps({"backend": backend, "size": size, **results}))
 
 
