@@ -93,3 +93,40 @@ def test_a_last_use_that_could_not_be_written_is_handed_over_again_by_the_next_r
     authenticate_key(key)  # the same stale last use, but nothing is on its way: handed again
     assert later.drain(10)
     assert ApiKey.objects.get(prefix=key.split("_")[1]).last_used_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_request_writes_nothing_on_its_path_and_its_writes_land_after(
+    off_the_request_path, make_gateway, monkeypatch
+):
+    """Over the API, a key's first use of the minute and a lookup that asks for its query's
+    best rows: the request's own connection sends no write; the writes come after."""
+    import django_q.tasks
+
+    from search import ranked
+
+    queued: list[str] = []
+    monkeypatch.setattr(django_q.tasks, "async_task", lambda *a, **k: queued.append(a[0]))
+    monkeypatch.setattr(ranked, "SLOW_SECONDS", -1.0)  # every lookup asks
+    monkeypatch.setattr(ranked, "POSTGRES_SLOW_SECONDS", -1.0)
+    monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", -1.0)
+    ranked._asked.clear()
+    gateway = make_gateway("later-search")
+    from sessions_app import services
+
+    session = services.open_session(gateway.channel, model="gpt-4o", system_prompt="s").session
+    services.append_messages(
+        session, [{"role": "user", "content": "anything at all"}], run_hooks=False
+    )
+    with CaptureQueriesContext(connection) as queries:
+        response = gateway.get("/search", q="anything")
+    assert response.status_code == 200, response.content
+    writes = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    ]
+    assert writes == []
+    assert later.drain(10)
+    assert queued == ["search.tasks.refresh_ranked"]
+    assert ApiKey.objects.get(channel=gateway.channel).last_used_at is not None
