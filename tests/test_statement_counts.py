@@ -141,6 +141,33 @@ def test_authenticating_a_request_is_one_statement_and_touching_the_key_one_more
 
 
 @pytest.mark.django_db
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL only: the key is read through a function"
+)
+def test_the_key_function_returns_the_keys_columns_in_the_models_order_then_the_channels():
+    """sessions_app.keys.LIVE_KEY's columns are fixed in its migration and read by position as
+    an ApiKey's: a column added to the model needs the function made again."""
+    from sessions_app.keys import LIVE_KEY
+    from sessions_app.models import ApiKey
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {LIVE_KEY}(%s) LIMIT 0", ["-"])  # noqa: S608 - our name
+        names = [column.name for column in cursor.description]
+        cursor.execute(
+            "SELECT format_type(t.oid, NULL) FROM pg_proc p, unnest(p.proallargtypes) WITH "
+            "ORDINALITY AS a(oid, n) JOIN pg_type t ON t.oid = a.oid WHERE p.proname = %s "
+            "ORDER BY a.n OFFSET 1",  # the argument, then the columns
+            [LIVE_KEY],
+        )
+        types = [row[0] for row in cursor.fetchall()]
+    fields = list(ApiKey._meta.concrete_fields)
+    assert names == [f"o_{f.column}" for f in fields] + ["o_channel_name", "o_channel_description"]
+    declared = [f.db_type(connection).split("(")[0] for f in fields]
+    declared = [{"varchar": "character varying"}.get(t, t) for t in declared]
+    assert types == [*declared, "character varying", "text"]
+
+
+@pytest.mark.django_db
 def test_a_gateway_finds_its_session_in_one_statement_as_the_orm_reads_it():
     session = _session(3, "counts-session")
     channel = session.channel
