@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -102,19 +101,8 @@ def _facts(port: int, key: str) -> dict[str, list[float]]:
     from bench import search as corpus
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
+    get = corpus.api_search(conn, key)
     out: dict[str, list[float]] = {"first": [], "first_search": [], "later": [], "later_search": []}
-
-    def get(q: str) -> tuple[float, float]:
-        began = time.perf_counter()
-        conn.request("GET", "/api/v1/search?" + urlencode({"q": q}), headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        took = time.perf_counter() - began
-        if response.status != 200:
-            raise SystemExit(f"GET /api/v1/search?q={q}: {response.status} {body[:300]!r}")
-        return took, corpus.server_timing(response.getheader("Server-Timing", ""))["search"]
-
     for q in corpus.WARM_UP:  # each process's and thread's first requests, untimed
         for _ in range(3):
             get(q)

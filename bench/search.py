@@ -32,6 +32,7 @@ first and later, beside the in-process answers.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import random
@@ -40,9 +41,11 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import nullcontext
 from itertools import accumulate
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -558,31 +561,43 @@ def measure(repeat: int, parts: Parts) -> dict:
     return out
 
 
+def api_search(conn: http.client.HTTPConnection, key: str) -> Callable[[str], tuple[float, float]]:
+    """``GET /api/v1/search?q=...`` with ``key`` on the keep-alive ``conn``: a function of the
+    query that answers (the request's time from the client, its own search's time in the web
+    process: the answer's ``Server-Timing: search``), and stops the benchmark on any answer
+    but a 200 with a JSON body."""
+
+    def get(q: str) -> tuple[float, float]:
+        began = time.perf_counter()
+        conn.request(
+            "GET",
+            "/api/v1/search?" + urlencode({"q": q}),
+            headers={"Authorization": f"Bearer {key}", "Host": "127.0.0.1"},
+        )
+        response = conn.getresponse()
+        body = response.read()
+        seconds = time.perf_counter() - began
+        if response.status != 200:
+            raise SystemExit(f"GET /api/v1/search?q={q}: {response.status} {body[:300]!r}")
+        json.loads(body)
+        return seconds, server_timing(response.getheader("Server-Timing", ""))["search"]
+
+    return get
+
+
 def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[float]]]:
     """The same queries through ``GET /api/v1/search`` of a running service (gunicorn, its
     worker refreshing what first lookups ask for), one keep-alive connection as a gateway's
     client keeps: each query's first request, then ``repeat`` later ones, timed from the
     client (sending, gunicorn, Django, the service, reading the whole answer)."""
-    import http.client
-    import json
-    from urllib.parse import urlencode, urlsplit
-
     where = urlsplit(base)
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
-    headers = {"Authorization": f"Bearer {key}", "Host": "127.0.0.1"}
-
+    timed = api_search(conn, key)
     served: list[float] = []  # the last request's own search, timed in the web process
 
     def get(q: str) -> float:
-        t0 = time.perf_counter()
-        conn.request("GET", "/api/v1/search?" + urlencode({"q": q}), headers=headers)
-        response = conn.getresponse()
-        body = response.read()
-        seconds = time.perf_counter() - t0
-        if response.status != 200:
-            raise SystemExit(f"GET /api/v1/search?q={q}: {response.status} {body[:300]!r}")
-        json.loads(body)
-        served[:] = [server_timing(response.getheader("Server-Timing", ""))["search"]]
+        seconds, searched = timed(q)
+        served[:] = [searched]
         return seconds
 
     for q in WARM_UP:
@@ -737,8 +752,6 @@ def wsgi_floor(raw: bool = False) -> tuple[list[float], list[float]]:
     what gunicorn and this client cost with no Django at all, back to back and after a pause.
     With ``raw``, the constant from one Python thread on a socket instead of gunicorn: what the
     machine costs a request with no HTTP server at all."""
-    import http.client
-
     from django.conf import settings
 
     server = settings.HERMES.server
@@ -777,8 +790,6 @@ class Service:
         self.data = data
 
     def __enter__(self) -> Service:
-        import http.client
-
         env = {**os.environ, "HERMES_ADDR": f"127.0.0.1:{self.port}"}
         self.log = open(self.data / "serve.log", "w", encoding="utf-8")
         self.process = subprocess.Popen(
