@@ -47,13 +47,6 @@ def _granian(app: str, port: int, workers: int, threads: int) -> list[str]:
     ]  # fmt: skip
 
 
-def _gunicorn(app: str, port: int, workers: int, threads: int) -> list[str]:
-    return [
-        sys.executable, "-m", "gunicorn", app, "-k", "gthread", "-w", str(workers),
-        "--threads", str(threads), "-b", f"127.0.0.1:{port}", "--log-level", "warning",
-    ]  # fmt: skip
-
-
 def _wait(port: int, path: str, process: subprocess.Popen) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -119,30 +112,6 @@ def _facts(port: int, key: str) -> dict[str, list[float]]:
     return out
 
 
-def _constant(server: str, workers: int, threads: int) -> list[float]:
-    """A constant's answer time under ``server`` (or one thread on a socket): 500 requests."""
-    port = free_port()
-    if server == "socket":
-        command = [sys.executable, str(ROOT / "bench" / "_wsgi_floor.py"), str(port)]
-    else:
-        build = _granian if server == "granian" else _gunicorn
-        command = build("bench._wsgi_floor:app", port, workers, threads)
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
-    try:
-        _wait(port, "/", process)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        samples = []
-        for _ in range(500):
-            began = time.perf_counter()
-            conn.request("GET", "/", headers={"Host": "127.0.0.1"})
-            conn.getresponse().read()
-            samples.append(time.perf_counter() - began)
-        return samples[50:]
-    finally:
-        process.terminate()
-        process.wait(30)
-
-
 def _ms(samples: list[float], q: float) -> float:
     return percentile(samples, q) * 1000
 
@@ -184,10 +153,12 @@ def main() -> None:
             with serving as service:
                 for part, samples in _facts(service.port, key).items():
                     found[name].setdefault(part, []).extend(samples)
-        floors = {
-            "gunicorn": _constant("gunicorn", workers, threads),
-            "granian": _constant("granian", workers, threads),
-            "socket": _constant("socket", workers, threads),
+        floors = {  # (back to back, after a pause)
+            "under gunicorn": corpus.wsgi_floor(),
+            "under granian": corpus.wsgi_floor(
+                server=lambda app, port: _granian(app, port, workers, threads)
+            ),
+            "one thread on a socket": corpus.wsgi_floor(raw=True),
         }
 
     print(
@@ -216,10 +187,13 @@ def main() -> None:
         f"\nThe HTTP path alone at p95, first requests: gunicorn {baseline:.2f} ms, granian "
         f"{other:.2f} ms ({baseline / other:.2f}x)."
     )
-    print("\n| floor: a constant | p50 ms | p95 ms |\n|---|---:|---:|")
-    for name, samples in floors.items():
-        label = "one thread on a socket" if name == "socket" else f"under {name}"
-        print(f"| {label} | {_ms(samples, 0.5):.2f} | {_ms(samples, 0.95):.2f} |")
+    print(
+        f"\n| floor: a constant | p50 ms | p95 ms | after {corpus.IDLE_MS} ms idle, p50 ms "
+        "| p95 ms |\n|---|---:|---:|---:|---:|"
+    )
+    for label, (hot, idle) in floors.items():
+        cells = [_ms(samples, q) for samples in (hot, idle) for q in (0.5, 0.95)]
+        print(f"| {label} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
 
 
 if __name__ == "__main__":

@@ -747,21 +747,30 @@ def _plain_gets(conn, path: str, n: int, idle: float = 0) -> list[float]:
     return samples
 
 
-def wsgi_floor(raw: bool = False) -> tuple[list[float], list[float]]:
-    """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
-    what gunicorn and this client cost with no Django at all, back to back and after a pause.
-    With ``raw``, the constant from one Python thread on a socket instead of gunicorn: what the
-    machine costs a request with no HTTP server at all."""
+def _gunicorn(app: str, port: int) -> list[str]:
+    """gunicorn's threaded worker with the service's processes and threads, serving ``app``."""
     from django.conf import settings
 
     server = settings.HERMES.server
+    return [
+        sys.executable, "-m", "gunicorn", app, "-k", "gthread", "-w", str(server.web_workers),
+        "--threads", str(server.web_threads), "-b", f"127.0.0.1:{port}", "--log-level", "warning",
+    ]  # fmt: skip
+
+
+def wsgi_floor(
+    raw: bool = False, server: Callable[[str, int], list[str]] | None = None
+) -> tuple[list[float], list[float]]:
+    """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
+    what gunicorn and this client cost with no Django at all, back to back and after a pause.
+    With ``raw``, the constant from one Python thread on a socket instead of gunicorn: what the
+    machine costs a request with no HTTP server at all. ``server``: another web server's command
+    for (the WSGI application, the port), in gunicorn's place."""
     port = free_port()
     if raw:
         command = [sys.executable, str(ROOT / "bench" / "_wsgi_floor.py"), str(port)]
     else:
-        command = [sys.executable, "-m", "gunicorn", "bench._wsgi_floor:app", "-k", "gthread"]
-        command += ["-w", str(server.web_workers), "--threads", str(server.web_threads)]
-        command += ["-b", f"127.0.0.1:{port}", "--log-level", "warning"]
+        command = (server or _gunicorn)("bench._wsgi_floor:app", port)
     process = subprocess.Popen(command, cwd=ROOT)
     try:
         deadline = time.monotonic() + 30
