@@ -144,11 +144,19 @@ def test_authenticating_a_request_is_one_statement_and_touching_the_key_one_more
 @pytest.mark.skipif(
     connection.vendor != "postgresql", reason="PostgreSQL only: the key is read through a function"
 )
-def test_the_key_function_returns_the_keys_columns_in_the_models_order_then_the_channels():
-    """sessions_app.keys.LIVE_KEY's columns are fixed in its migration and read by position as
-    an ApiKey's: a column added to the model needs the function made again."""
-    from sessions_app.keys import LIVE_KEY
+def test_the_key_is_read_through_its_function_whose_columns_are_the_models_then_the_channels():
+    """An API request's key is read through sessions_app.keys.LIVE_KEY, whose plan is kept for
+    the connection; its columns are fixed in its migration and read by position as an ApiKey's:
+    a column added to the model needs the function made again."""
+    from sessions_app.keys import LIVE_KEY, authenticate_key
     from sessions_app.models import ApiKey
+
+    channel, issued = create_channel("counts-key-function")
+    authenticate_key(issued.plaintext)  # its first use of the minute: the touch comes after
+    sent = _statements(lambda: authenticate_key(issued.plaintext))
+    assert sent == [f"SELECT * FROM {LIVE_KEY}('{issued.api_key.prefix}')"], sent  # noqa: S608
+    found = authenticate_key(issued.plaintext)
+    assert found is not None and found.pk == issued.api_key.pk and found.channel == channel
 
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT * FROM {LIVE_KEY}(%s) LIMIT 0", ["-"])  # noqa: S608 - our name
