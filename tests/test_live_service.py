@@ -40,13 +40,16 @@ def _call(method: str, url: str, key: str, body: dict | None = None, timeout: fl
 
 
 @pytest.fixture
-def service(tmp_path):
+def service(tmp_path, request):
+    """The service under the default web server, or the one a test names (indirect)."""
+    web_server = getattr(request, "param", "granian")
     with FakeModelServer() as model:
         model.script.default = Reply("## Goal\nSummarised by the loopback model.")
         sections = (
             f"auxiliary:\n  compression:\n    model: fake-summary\n    base_url: {model.base_url}\n"
         )
-        with isolated_env(tmp_path, sections=sections) as env:
+        server = f"  web_server: {web_server}\n"
+        with isolated_env(tmp_path, server=server, sections=sections) as env:
             yield from _processes(env, model)
 
 
@@ -55,7 +58,7 @@ def _processes(env: dict[str, str], model: FakeModelServer):
     out = python("manage.py", "create_channel", "live", env=env, timeout=60)
     key = out.split("store it now): ")[1].strip()
     port = _free_port()
-    # What the README runs: manage.py serve (gunicorn and the worker under one parent).
+    # What the README runs: manage.py serve (the web server and the worker under one parent).
     processes = [
         subprocess.Popen(
             [*manage, "serve", "--no-migrate"],
@@ -109,9 +112,23 @@ def test_a_gateway_compresses_through_the_real_worker_and_finds_the_originals(se
     assert cjk["index"] == "bigram" and cjk["hits"]
 
 
+def _raw(base: str, data: bytes) -> tuple[bytes, bytes]:
+    """Send ``data`` as it is; the head and the body of the answer (the server closes after)."""
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(data)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    return head, payload
+
+
+@pytest.mark.parametrize("service", ["gunicorn"], indirect=True)
 def test_what_gunicorn_refuses_before_django_is_answered_as_json(service):
-    """A search too long for a URL, a request line that is not HTTP and a Host this service
-    does not answer to, sent to the real web server: each a JSON answer a client can show."""
+    """A search too long for gunicorn's request line, a request line that is not HTTP and a
+    Host this service does not answer to, sent to the real web server: each a JSON answer a
+    client can show."""
     base, key, _ = service
     q = urllib.parse.quote("缓存失效" * 250)  # 1,000 CJK characters: 9,000 bytes encoded
     status, body = _call("GET", f"{base}/search?q={q}", key)
@@ -123,17 +140,34 @@ def test_what_gunicorn_refuses_before_django_is_answered_as_json(service):
     status, body = _call("GET", f"{base}/search?q={'x' * 1_000}", key)
     assert status == 200, body
 
-    host, port = urllib.parse.urlsplit(base).netloc.split(":")
-    with socket.create_connection((host, int(port)), timeout=30) as conn:
-        conn.sendall(b"NOT AN HTTP REQUEST\r\n\r\n")  # gunicorn closes after its answer
-        answer = b""
-        while chunk := conn.recv(65536):
-            answer += chunk
-    head, _, payload = answer.partition(b"\r\n\r\n")
-    assert head.split(b" ")[1] == b"400", answer
-    assert b"content-type: application/json" in head.lower(), answer
+    head, payload = _raw(base, b"NOT AN HTTP REQUEST\r\n\r\n")
+    assert head.split(b" ")[1] == b"400", head
+    assert b"content-type: application/json" in head.lower(), head
     assert json.loads(payload)["detail"]
+    _refuses_a_foreign_host_as_json(base, key)
 
+
+@pytest.mark.parametrize("service", ["granian"], indirect=True)
+def test_granian_takes_every_search_the_api_allows_in_a_url_and_refuses_the_rest_by_status(
+    service,
+):
+    """granian reads request lines up to 64 KiB, so a search of 1,000 CJK characters works as
+    a GET too; what it cannot read it refuses with the status and no body (docs/api.md)."""
+    base, key, _ = service
+    status, body = _call("GET", f"{base}/search?q={urllib.parse.quote('缓存失效' * 250)}", key)
+    assert status == 200 and len(body["query"]) == 1_000, body
+    status, body = _call("GET", f"{base}/search?q={'x' * 1_001}", key)
+    assert status == 422 and body["detail"], body  # the API's own limit, as JSON
+
+    head, payload = _raw(base, b"GET /api/v1/search?q=" + b"x" * 70_000 + b" HTTP/1.1\r\n\r\n")
+    assert head.split(b" ")[1] == b"414" and payload == b"", head
+    head, payload = _raw(base, b"NOT AN HTTP REQUEST\r\n\r\n")
+    assert head.split(b" ")[1] == b"400" and payload == b"", head
+    _refuses_a_foreign_host_as_json(base, key)
+
+
+def _refuses_a_foreign_host_as_json(base: str, key: str) -> None:
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
     web = http.client.HTTPConnection(host, int(port), timeout=30)
     web.putrequest("GET", "/api/v1/sessions", skip_host=True)
     web.putheader("Host", "scanner.example")

@@ -236,10 +236,20 @@ def test_sizes_are_kept_at_least_a_minute():
     assert sizes.until - metrics.time.monotonic() > 55
 
 
+WEB_SERVERS = {
+    "gunicorn": ["gunicorn", "-w", "2", "-b", "127.0.0.1:{port}", "hermes_site.wsgi"],
+    "granian": [
+        "granian", "--interface", "wsgi", "--workers", "2", "--port", "{port}",
+        "hermes_site.wsgi:application",
+    ],
+}  # fmt: skip
+
+
 @pytest.mark.slow
-def test_under_gunicorn_the_processes_latencies_are_added_up(tmp_path):
-    """Several gunicorn processes with PROMETHEUS_MULTIPROC_DIR: whichever answers /metrics
-    counts every process's requests."""
+@pytest.mark.parametrize("web_server", sorted(WEB_SERVERS))
+def test_under_either_web_server_the_processes_latencies_are_added_up(tmp_path, web_server):
+    """Several web processes with PROMETHEUS_MULTIPROC_DIR: whichever answers /metrics counts
+    every process's requests."""
     import subprocess
     import sys
     import time
@@ -248,14 +258,14 @@ def test_under_gunicorn_the_processes_latencies_are_added_up(tmp_path):
     from tests.processes import ROOT, isolated_env, wait_for
     from tests.test_live_service import _free_port
 
-    app = "hermes_site.wsgi"
     shared = tmp_path / "prometheus"
     shared.mkdir()
     with isolated_env(tmp_path) as env:
         env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(shared)}
         port = _free_port()
+        command = [part.format(port=port) for part in WEB_SERVERS[web_server]]
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", app],
+            [sys.executable, "-m", *command],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -268,7 +278,7 @@ def test_under_gunicorn_the_processes_latencies_are_added_up(tmp_path):
                 return response.read().decode()
 
         try:
-            wait_for(lambda: get("/healthz") is not None, "gunicorn")
+            wait_for(lambda: get("/healthz") is not None, web_server)
             sent = 1
             deadline = time.monotonic() + 60
             # Until both processes have answered some (each keeps a file of its own).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import itertools
 import json
 import os
 import signal
@@ -112,7 +113,7 @@ class Served:
             if ppid != self.process.pid or state == "Z":
                 continue
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            found["web" if b"gunicorn" in cmdline else "worker"] = pid
+            found["web" if {b"gunicorn", b"granian"} & set(cmdline) else "worker"] = pid
         return found
 
     def stop(self, signum: int = signal.SIGTERM) -> tuple[int, float]:
@@ -276,8 +277,12 @@ def test_bin_demo_loads_the_demo_and_serves_it_and_sigterm_stops_it_leaving_no_p
                 served.stop()
 
 
-def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path):
-    server = "  stop_timeout_seconds: 8\n  web_workers: 3\n  web_threads: 7\n"
+@pytest.mark.parametrize("web_server", ["granian", "gunicorn"])
+def test_web_workers_and_threads_from_the_config_are_what_the_web_server_runs(tmp_path, web_server):
+    server = (
+        f"  stop_timeout_seconds: 8\n  web_workers: 3\n  web_threads: 7\n"
+        f"  web_server: {web_server}\n"
+    )
     with isolated_env(tmp_path, server=server) as env:
         served = Served(env, tmp_path / "serve.log")
         try:
@@ -293,25 +298,32 @@ def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path
             wait_for(lambda: len(workers()) >= 3, "three web workers", 60)
             time.sleep(1)  # none more comes
             assert len(workers()) == 3
-            # The threads per worker: gunicorn's own reading of the config it was started with
+            # The threads per worker: the server's own reading of the config it was started with
             # (its command line and environment), since a worker starts its threads on demand.
             argv = Path(f"/proc/{master}/cmdline").read_bytes().split(b"\0")[:-1]
             environ = Path(f"/proc/{master}/environ").read_bytes().split(b"\0")
-            assert argv[1:3] == [b"-m", b"gunicorn"]
-            script = (
-                "import sys; from gunicorn.app.wsgiapp import WSGIApplication; "
-                f"sys.argv = {[a.decode() for a in argv[2:]]!r}; cfg = WSGIApplication().cfg; "
-                "print(cfg.workers, cfg.threads, cfg.worker_class_str)"
-            )
-            master_env = dict(e.decode().split("=", 1) for e in environ if b"=" in e)
-            assert python("-c", script, env=master_env).split() == [
-                "3",
-                "7",
-                "hermes_site.gunicorn_worker.JsonErrorsWorker",
-            ]
+            assert argv[1:3] == [b"-m", web_server.encode()]
+            if web_server == "gunicorn":
+                script = (
+                    "import sys; from gunicorn.app.wsgiapp import WSGIApplication; "
+                    f"sys.argv = {[a.decode() for a in argv[2:]]!r}; cfg = WSGIApplication().cfg; "
+                    "print(cfg.workers, cfg.threads, cfg.worker_class_str)"
+                )
+                master_env = dict(e.decode().split("=", 1) for e in environ if b"=" in e)
+                assert python("-c", script, env=master_env).split() == [
+                    "3",
+                    "7",
+                    "hermes_site.gunicorn_worker.JsonErrorsWorker",
+                ]
+            else:
+                options = dict(itertools.pairwise(argv))
+                assert options[b"--workers"] == b"3"
+                assert options[b"--blocking-threads"] == b"7"
+                assert argv[-1] == b"hermes_site.granian_app:application"
             assert "(3 web processes x 7 threads" in served.output()
-            # Each process started its 7 threads, each with its connection warmed, before it
-            # took a request (hermes_site.warm.warm_threads, from gunicorn's post_worker_init).
+            # Each process warmed a connection for each of its 7 threads before it took a
+            # request (gunicorn: hermes_site.warm.warm_threads from post_worker_init; granian:
+            # core.handover from hermes_site.granian_app).
             wait_for(
                 lambda: served.output().count("7 of 7 request threads' connections warmed") == 3,
                 "each web process's threads warmed",
@@ -322,8 +334,21 @@ def test_web_workers_and_threads_from_the_config_are_what_gunicorn_runs(tmp_path
         assert code == 0, served.output()
 
 
-def test_with_json_logs_every_line_serve_writes_is_a_json_object_gunicorn_s_included(tmp_path):
-    server = "  stop_timeout_seconds: 8\n  log_format: json\n  web_workers: 2\n"
+# What each web server says when it starts and when a process of it stops: (logger, first word).
+WEB_SERVER_LINES = {
+    "granian": [("_granian", "Listening"), ("_granian", "Spawning"), "Stopped worker"],
+    "gunicorn": [("gunicorn.error", "Listening"), ("gunicorn.error", "Booting"), "Worker exiting"],
+}
+
+
+@pytest.mark.parametrize("web_server", ["granian", "gunicorn"])
+def test_with_json_logs_every_line_serve_writes_is_a_json_object_the_web_server_s_included(
+    tmp_path, web_server
+):
+    server = (
+        "  stop_timeout_seconds: 8\n  log_format: json\n  web_workers: 2\n"
+        f"  web_server: {web_server}\n"
+    )
     with isolated_env(tmp_path, server=server) as env:
         served = Served(env, tmp_path / "serve.log")
         try:
@@ -342,23 +367,24 @@ def test_with_json_logs_every_line_serve_writes_is_a_json_object_gunicorn_s_incl
         isinstance(e, dict) and {"time", "level", "logger", "message"} <= set(e) for e in entries
     )
     said = {(e["logger"], e["message"].split(" ")[0]) for e in entries}
-    # The parent's own (the migrations' output included), gunicorn's and the worker's.
+    listening, started, stopped = WEB_SERVER_LINES[web_server]
+    # The parent's own (the migrations' output included), the web server's and the worker's.
     for expected in (
         ("hermes.serve", "Operations"),
         ("hermes.serve", "Serving"),
         ("hermes.serve", "SIGTERM:"),
         ("hermes.serve", "Stopped"),
-        ("gunicorn.error", "Listening"),
-        ("gunicorn.error", "Booting"),
+        listening,
+        started,
         ("django-q", "Q"),
         ("hermes.request", "GET"),
     ):
         assert expected in said, expected
-    # Gunicorn's lines are written once (a web process's root logger is Django's), and its
-    # access log stays off as in text mode: hermes.request has a line per request.
+    # The web server's lines are written once (a web process's root logger is Django's), and
+    # its access log stays off as in text mode: hermes.request has a line per request.
     assert len([e for e in entries if e["message"].startswith("Listening at")]) == 1
-    assert len([e for e in entries if e["message"].startswith("Worker exiting")]) == 2
-    assert not [e for e in entries if e["logger"] == "gunicorn.access"]
+    assert len([e for e in entries if e["message"].startswith(stopped)]) == 2
+    assert not [e for e in entries if e["logger"] in ("gunicorn.access", "granian.access")]
 
 
 def test_ctrl_c_stops_both_and_the_next_start_skips_an_unchanged_collectstatic(tmp_path, model):

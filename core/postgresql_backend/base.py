@@ -8,6 +8,8 @@ on another host). A server that ends a connection (a restart, ``pg_terminate_bac
 good has nothing waiting to be read. Only when something is waiting does this check ask the
 server, as Django would; a connection with nothing waiting is used, and if the network dropped
 it silently the request fails with a database error, as it could have just after ``SELECT 1``.
+
+Under granian it connects with a connection opened and warmed ahead (core.handover).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import select
 
 from django.db.backends.postgresql import base
 
+from core.handover import TakesHandedOver
 
-class DatabaseWrapper(base.DatabaseWrapper):
+
+class DatabaseWrapper(TakesHandedOver, base.DatabaseWrapper):
     def is_usable(self) -> bool:
         connection = self.connection
         if connection is None or connection.closed or connection.broken:

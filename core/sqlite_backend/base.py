@@ -1,11 +1,13 @@
 """SQLite with writers queued by a :class:`~core.sqlite_backend.gate.WriteGate` before
-``BEGIN IMMEDIATE``; released when the transaction ends however it ends."""
+``BEGIN IMMEDIATE``; released when the transaction ends however it ends. Under granian it
+connects with a connection opened and warmed ahead (core.handover)."""
 
 from __future__ import annotations
 
 from django.db import OperationalError
 from django.db.backends.sqlite3 import base
 
+from core.handover import TakesHandedOver
 from core.sqlite_backend.gate import GateTimeout, WriteGate, gate_for
 
 
@@ -13,7 +15,7 @@ def _in_memory(name: str) -> bool:
     return name == ":memory:" or "mode=memory" in name
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(TakesHandedOver, base.DatabaseWrapper):
     _held: WriteGate | None = None
     # Django's own attribute (from OPTIONS, by get_connection_params); django-stubs leaves it
     # out, as it does the private methods overridden below (hence their type: ignore).

@@ -1,5 +1,5 @@
-"""``manage.py serve`` (what ``bin/serve`` runs): the service as it is deployed -- gunicorn and
-the background worker under one parent.
+"""``manage.py serve`` (what ``bin/serve`` runs): the service as it is deployed -- the web
+server (``server.web_server``: granian, or gunicorn) and the background worker under one parent.
 
 Before starting them it applies migrations (a no-op when there are none) and collects static
 files only when they changed since the last collection (a fingerprint of every source file and
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
@@ -95,9 +96,9 @@ def _die_with_parent() -> None:
 
 class Command(BaseCommand):
     help = (
-        "Serve the service: migrate, collect static files if they changed, then run gunicorn "
-        "(server.bind, web_workers, web_threads) and the background worker until SIGTERM or "
-        "Ctrl-C, which stop both within server.stop_timeout_seconds."
+        "Serve the service: migrate, collect static files if they changed, then run the web "
+        "server (server.web_server, bind, web_workers, web_threads) and the background worker "
+        "until SIGTERM or Ctrl-C, which stop both within server.stop_timeout_seconds."
     )
 
     def add_arguments(self, parser) -> None:
@@ -122,13 +123,13 @@ class Command(BaseCommand):
         env = self._environment()
         connections.close_all()  # the children open their own
 
-        web_argv = [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
+        web_argv = web_server_argv(server, address)
         worker_argv = [sys.executable, str(settings.BASE_DIR / "manage.py"), "worker"]
         received: list[int] = []
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda n, _frame: received.append(n))
         children = {
-            "web server (gunicorn)": self._spawn(web_argv, env),
+            f"web server ({server.web_server})": self._spawn(web_argv, env),
             "worker (django-q2 cluster)": self._spawn(worker_argv, env),
         }
         self._say(
@@ -246,6 +247,66 @@ class Command(BaseCommand):
                 self._say(problem, error=True)
             clean = clean and problem is None
         return clean
+
+
+def web_server_argv(server: Any, address: str) -> list[str]:
+    """The web server's command line for ``server`` (the config's block) on ``address``."""
+    if server.web_server == "gunicorn":
+        return [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
+    if address.startswith("unix:"):
+        where = ["--uds", address.removeprefix("unix:")]
+    else:
+        host, _, port = address.rpartition(":")
+        where = ["--host", host.strip("[]"), "--port", port]
+    return [
+        sys.executable, "-m", "granian", "--interface", "wsgi", "--factory", *where,
+        "--workers", str(server.web_workers),
+        # Threads start as requests come, up to this many per process, and end after ten idle
+        # minutes (granian's longest); each takes a connection warmed ahead (core.handover).
+        "--blocking-threads", str(server.web_threads),
+        "--blocking-threads-idle-timeout", "600",
+        "--runtime-threads", "1", "--no-ws",
+        # A process that dies is started again, as gunicorn does.
+        "--respawn-failed-workers",
+        # SIGTERM: stop accepting, let requests in flight finish for this long, then kill. One
+        # second less than the whole stop budget, which the parent enforces.
+        "--workers-kill-timeout", str(max(1, server.stop_timeout_seconds - 1)),
+        "--log-config", str(_granian_log_config(server.log_format)),
+        "hermes_site.granian_app:application",
+    ]  # fmt: skip
+
+
+def _granian_log_config(log_format: str) -> Path:
+    """granian's logging config (a JSON file it reads): its lines through the root logger, to
+    stderr like every other process's, one JSON object each under ``log_format: json``. Its
+    access log stays off, as hermes.request writes a line per request already."""
+    formatter = (
+        {"()": "core.logs.JsonFormatter"}
+        if log_format == "json"
+        else {"format": "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"}
+    )
+    config = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+        "formatters": {"line": formatter},
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": "line",
+                "filters": ["request_id"],
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "root": {"level": "INFO", "handlers": ["console"]},
+        "loggers": {
+            "_granian": {"level": "INFO", "handlers": [], "propagate": True},
+            "granian.access": {"level": "WARNING", "handlers": [], "propagate": False},
+        },
+    }
+    path = Path(settings.DATA_DIR) / "granian-logging.json"
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def _group_alive(pgid: int) -> bool:

@@ -1,0 +1,165 @@
+"""Under granian a request thread's first connection is one opened and warmed ahead
+(core.handover): granian starts its threads as requests come, out of the application's reach,
+so none can warm its own before its first request as gunicorn's do."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from core import handover
+from hermes_site.granian_app import forget_dead_processes
+from tests.processes import isolated_env, python
+
+# In a process of its own, on a database file (or PostgreSQL in that pass) as served: threads
+# that start after the process made its connections ready, as granian's do.
+HANDOVER_SCRIPT = """
+import json, threading, time
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.db import connection
+from core import handover
+from search.service import search
+
+def on_thread(fn):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    thread.join(60)
+    return out[0]
+
+def dead(raw):
+    try:
+        raw.cursor().execute("SELECT 1")
+    except Exception:
+        return True
+    return False
+
+def wait_ready(n):
+    deadline = time.monotonic() + 30
+    while handover.ready() != n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return handover.ready()
+
+said = {"before_enable": handover.take("default", 3600)}
+handover.enable(2)
+said["made"] = handover.prepare(2, 30)
+ready = [raw for _, raw in handover._ready]
+said["distinct"] = len({id(raw) for raw in ready})
+
+def first_request():
+    search("cache")  # the thread's first statement: connects
+    return any(connection.connection is raw for raw in ready), handover.ready()
+
+said["a"] = on_thread(first_request)
+said["b"] = on_thread(first_request)
+said["c"] = on_thread(first_request)  # none left: it opens its own
+
+def closes_its_connection():
+    search("cache")
+    connection.close()
+    return connection.connection is None
+
+said["closed"] = on_thread(closes_its_connection)
+said["replaced"] = wait_ready(1)
+said["replacement_alive"] = not dead(handover._ready[0][1])
+
+# A ready connection older than the age limit is closed, not handed over; a newer one is, its
+# age counted from when it was opened.
+old = handover._ready[0][1]
+handover._ready[0] = (time.monotonic() - 7200, old)
+said["old_skipped"] = on_thread(first_request)[0]
+said["old_closed"] = dead(old)
+handover._ready.append((time.monotonic() - 100, ready[0]))  # A's, still open: any will do
+def age_left():
+    connection.ensure_connection()
+    return connection.close_at - time.monotonic()
+said["age_left"] = on_thread(age_left)
+print(json.dumps(said))
+"""
+
+
+@pytest.mark.slow  # a process: 3 s
+def test_threads_started_later_take_the_connections_warmed_ahead_and_a_closed_one_is_replaced(
+    tmp_path,
+):
+    with isolated_env(tmp_path) as env:
+        said = json.loads(python("-c", HANDOVER_SCRIPT, env=env, timeout=120).splitlines()[-1])
+    assert said["before_enable"] is None  # nothing is handed over unless the process asks
+    assert said["made"] == 2 and said["distinct"] == 2
+    assert said["a"] == [True, 1] and said["b"] == [True, 0]  # each took one warmed ahead
+    assert said["c"] == [False, 0]  # none was left: it connected as Django does
+    assert said["closed"] is True
+    assert said["replaced"] == 1 and said["replacement_alive"] is True
+    assert said["old_skipped"] is False and said["old_closed"] is True
+    assert 3600 - 100 - 5 < said["age_left"] < 3600 - 100 + 1  # server.db_conn_max_age 3600
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """The module's state as in a process that has not enabled it."""
+    monkeypatch.setattr(handover, "_state", {"target": 0, "making": 0, "failed_at": None})
+    monkeypatch.setattr(handover, "_ready", handover.deque())
+    return handover
+
+
+def test_nothing_is_taken_or_made_where_the_process_did_not_enable_it(fresh):
+    assert fresh.take("default", 3600) is None
+    assert fresh.replace("default") is False
+
+
+def test_a_failed_warm_up_makes_nothing_says_why_and_pauses_the_replacements(
+    fresh, monkeypatch, caplog
+):
+    from search import warm
+
+    monkeypatch.setattr(warm, "warm_connection", lambda: False)
+    fresh.enable(2)
+    assert fresh.prepare(2, 10) == 0 and fresh.ready() == 0
+    assert fresh._state["making"] == 0
+    assert fresh.replace("default") is False  # within RETRY_AFTER_SECONDS of the failure
+
+    def broken() -> bool:
+        raise RuntimeError("the disk is gone")
+
+    monkeypatch.setattr(warm, "warm_connection", broken)
+    fresh._state["failed_at"] = None
+    with caplog.at_level("WARNING", logger="core.handover"):
+        assert fresh.prepare(1, 10) == 0
+    assert "preparing a database connection failed: the disk is gone" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_replacements_keep_no_more_ready_than_the_threads(fresh, monkeypatch):
+    made: list[int] = []
+
+    class Thread:
+        def __init__(self, target, args, name, daemon):
+            self.target, self.args = target, args
+
+        def start(self) -> None:
+            made.append(1)
+
+    monkeypatch.setattr(handover.threading, "Thread", Thread)
+    fresh.enable(2)
+    assert fresh.replace("default") is True
+    assert fresh.replace("default") is True
+    assert fresh.replace("default") is False  # two being made already
+    assert fresh.replace("other") is False  # only the default database's
+    assert len(made) == 2
+
+
+def test_a_new_web_process_forgets_the_live_gauges_of_processes_gone(tmp_path, monkeypatch):
+    gone = 2**22 + 12345  # above the kernel's default pid_max: no such process
+    for pid in (gone, os.getpid()):
+        (tmp_path / f"gauge_livesum_{pid}.db").write_bytes(b"")
+    (tmp_path / "counter_77.db").write_bytes(b"")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    assert forget_dead_processes() == [gone]
+    assert not (tmp_path / f"gauge_livesum_{gone}.db").exists()
+    assert (tmp_path / f"gauge_livesum_{os.getpid()}.db").exists()
+    assert (tmp_path / "counter_77.db").exists()  # counters of a process gone still count
