@@ -34,17 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._timing import free_port, percentile  # noqa: E402 - after the path
+from bench.search import _granian  # noqa: E402
 
 PAUSE_SECONDS = 0.05  # before a fact's later requests, as bench/search.py's IDLE_MS
 LATER = 3
-
-
-def _granian(app: str, port: int, workers: int, threads: int) -> list[str]:
-    return [
-        sys.executable, "-m", "granian", "--interface", "wsgi", "--workers", str(workers),
-        "--blocking-threads", str(threads), "--runtime-threads", "1", "--no-ws",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", app,
-    ]  # fmt: skip
 
 
 def _wait(port: int, path: str, process: subprocess.Popen) -> None:

@@ -25,7 +25,7 @@ timed again both ways in turn -- its window read through the kept plan of a rare
 (search.pg.RARE_WINDOW) and planned for its words, the baseline -- and again with page one read
 in its lookup's round trip (search.rows.FirstPage) and after it, the baseline; the last table
 puts its first answers beside SQLite's. ``--http`` then serves the corpus (``manage.py
-serve``: gunicorn and its worker) and asks every query through ``GET /api/v1/search`` again,
+serve``: the web server and its worker) and asks every query through ``GET /api/v1/search`` again,
 first and later, beside the in-process answers.
 """
 
@@ -586,10 +586,10 @@ def api_search(conn: http.client.HTTPConnection, key: str) -> Callable[[str], tu
 
 
 def measure_http(base: str, key: str, repeat: int) -> dict[str, dict[str, list[float]]]:
-    """The same queries through ``GET /api/v1/search`` of a running service (gunicorn, its
+    """The same queries through ``GET /api/v1/search`` of a running service (its web server, its
     worker refreshing what first lookups ask for), one keep-alive connection as a gateway's
     client keeps: each query's first request, then ``repeat`` later ones, timed from the
-    client (sending, gunicorn, Django, the service, reading the whole answer)."""
+    client (sending, the web server, Django, the service, reading the whole answer)."""
     where = urlsplit(base)
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
     timed = api_search(conn, key)
@@ -758,19 +758,38 @@ def _gunicorn(app: str, port: int) -> list[str]:
     ]  # fmt: skip
 
 
+def _granian(app: str, port: int, workers: int, threads: int) -> list[str]:
+    """granian as manage.py serve runs it, with ``workers`` x ``threads``, serving ``app``."""
+    return [
+        sys.executable, "-m", "granian", "--interface", "wsgi", "--workers", str(workers),
+        "--blocking-threads", str(threads), "--runtime-threads", "1", "--no-ws",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", app,
+    ]  # fmt: skip
+
+
+def _deployed(app: str, port: int) -> list[str]:
+    """The web server the config chooses (server.web_server), serving ``app``."""
+    from django.conf import settings
+
+    server = settings.HERMES.server
+    if server.web_server == "gunicorn":
+        return _gunicorn(app, port)
+    return _granian(app, port, server.web_workers, server.web_threads)
+
+
 def wsgi_floor(
     raw: bool = False, server: Callable[[str, int], list[str]] | None = None
 ) -> tuple[list[float], list[float]]:
-    """A constant answered by the service's gunicorn worker class and threads (bench/_wsgi_floor):
-    what gunicorn and this client cost with no Django at all, back to back and after a pause.
-    With ``raw``, the constant from one Python thread on a socket instead of gunicorn: what the
-    machine costs a request with no HTTP server at all. ``server``: another web server's command
-    for (the WSGI application, the port), in gunicorn's place."""
+    """A constant answered by the deployed web server with the service's processes and threads
+    (bench/_wsgi_floor): what the server and this client cost with no Django at all, back to
+    back and after a pause. With ``raw``, the constant from one Python thread on a socket
+    instead: what the machine costs a request with no HTTP server at all. ``server``: another
+    web server's command for (the WSGI application, the port)."""
     port = free_port()
     if raw:
         command = [sys.executable, str(ROOT / "bench" / "_wsgi_floor.py"), str(port)]
     else:
-        command = (server or _gunicorn)("bench._wsgi_floor:app", port)
+        command = (server or _deployed)("bench._wsgi_floor:app", port)
     process = subprocess.Popen(command, cwd=ROOT)
     try:
         deadline = time.monotonic() + 30
@@ -790,7 +809,8 @@ def wsgi_floor(
 
 
 class Service:
-    """``manage.py serve`` on the benchmark's data folder: gunicorn and the worker, as deployed."""
+    """``manage.py serve`` on the benchmark's data folder: the web server and the worker, as
+    deployed."""
 
     def __init__(self, data: Path) -> None:
 
@@ -938,7 +958,10 @@ def run(size: int, repeat: int, http: bool, results: Path | None) -> None:
             with Service(data) as service:
                 over_http = measure_http(service.base, key, repeat)
             hot, idle = wsgi_floor()
-            over_http["floor: a constant, gunicorn alone"] = {"first": [], "steady": hot}
+            from django.conf import settings as django_settings
+
+            web_server = django_settings.HERMES.server.web_server
+            over_http[f"floor: a constant, {web_server} alone"] = {"first": [], "steady": hot}
             over_http[f"floor: the same after {IDLE_MS} ms idle"] = {"first": [], "steady": idle}
             hot, idle = wsgi_floor(raw=True)
             over_http["floor: a constant, one thread on a socket"] = {"first": [], "steady": hot}
@@ -1092,7 +1115,7 @@ def _tables(kinds: dict[str, dict], scan: str, title: str, sqlite: bool) -> None
 
 def _http_table(over_http: dict, in_process: dict) -> None:
     print(
-        "\nThrough `GET /api/v1/search` (`manage.py serve`: gunicorn and its worker; one "
+        "\nThrough `GET /api/v1/search` (`manage.py serve`: the web server and its worker; one "
         "keep-alive client), beside the same full answers in process (analyzed, above):\n"
     )
     print(
