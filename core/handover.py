@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -35,12 +36,13 @@ RETRY_AFTER_SECONDS = 30.0
 
 _lock = threading.Lock()
 _ready: deque[tuple[float, Any]] = deque()  # (opened at, the driver's connection)
-_state: dict[str, Any] = {"target": 0, "making": 0, "failed_at": None}
+_state: dict[str, Any] = {"target": 0, "making": 0, "failed_at": None, "warm": None}
 
 
-def enable(target: int) -> None:
-    """Hand connections over in this process, keeping up to ``target`` ready."""
-    _state["target"] = target
+def enable(target: int, warm: Callable[[], bool]) -> None:
+    """Hand connections over in this process, keeping up to ``target`` ready, each opened by
+    ``warm`` on the thread that makes it (search.warm.warm_connection: core imports no app)."""
+    _state["target"], _state["warm"] = target, warm
 
 
 def enabled() -> bool:
@@ -104,15 +106,13 @@ def replace(alias: str) -> bool:
 
 
 def _make(results: list[bool]) -> None:
-    """On a thread of its own: open this thread's connection, run the search's statements on it
-    (search.warm.warm_connection), and keep the driver's connection, which the thread's Django
-    wrapper lets go of without closing."""
-    from search.warm import warm_connection
-
+    """On a thread of its own: open this thread's connection and warm it (the ``warm`` given to
+    :func:`enable`), and keep the driver's connection, which the thread's Django wrapper lets go
+    of without closing."""
     wrapper = connections[DEFAULT_DB_ALIAS]
     made = False
     try:
-        if warm_connection() and wrapper.connection is not None:
+        if _state["warm"]() and wrapper.connection is not None:
             raw, wrapper.connection = wrapper.connection, None
             with _lock:
                 _ready.append((time.monotonic(), raw))

@@ -29,13 +29,14 @@ def application():
     from core import handover
     from core.config import get_config
     from hermes_site.warm import THREADS_WAIT_SECONDS, close_aged_after_answers, warm_process
+    from search.warm import warm_connection
 
     warm_process()
     forget_dead_processes()
     server = get_config().server
     if server.warm_connections:
         began = time.monotonic()
-        handover.enable(server.web_threads)
+        handover.enable(server.web_threads, warm_connection)
         made = handover.prepare(server.web_threads, THREADS_WAIT_SECONDS)
         logger.info(
             "%d of %d request threads' connections warmed in %.0f ms",

@@ -24,6 +24,7 @@ call_command("migrate", verbosity=0)
 from django.db import connection
 from core import handover
 from search.service import search
+from search.warm import warm_connection
 
 def on_thread(fn):
     out = []
@@ -46,7 +47,7 @@ def wait_ready(n):
     return handover.ready()
 
 said = {"before_enable": handover.take("default", 3600)}
-handover.enable(2)
+handover.enable(2, warm_connection)
 said["made"] = handover.prepare(2, 30)
 ready = [raw for _, raw in handover._ready]
 said["distinct"] = len({id(raw) for raw in ready})
@@ -102,7 +103,9 @@ def test_threads_started_later_take_the_connections_warmed_ahead_and_a_closed_on
 @pytest.fixture
 def fresh(monkeypatch):
     """The module's state as in a process that has not enabled it."""
-    monkeypatch.setattr(handover, "_state", {"target": 0, "making": 0, "failed_at": None})
+    monkeypatch.setattr(
+        handover, "_state", {"target": 0, "making": 0, "failed_at": None, "warm": None}
+    )
     monkeypatch.setattr(handover, "_ready", handover.deque())
     return handover
 
@@ -112,13 +115,8 @@ def test_nothing_is_taken_or_made_where_the_process_did_not_enable_it(fresh):
     assert fresh.replace("default") is False
 
 
-def test_a_failed_warm_up_makes_nothing_says_why_and_pauses_the_replacements(
-    fresh, monkeypatch, caplog
-):
-    from search import warm
-
-    monkeypatch.setattr(warm, "warm_connection", lambda: False)
-    fresh.enable(2)
+def test_a_failed_warm_up_makes_nothing_says_why_and_pauses_the_replacements(fresh, caplog):
+    fresh.enable(2, lambda: False)
     assert fresh.prepare(2, 10) == 0 and fresh.ready() == 0
     assert fresh._state["making"] == 0
     assert fresh.replace("default") is False  # within RETRY_AFTER_SECONDS of the failure
@@ -126,7 +124,7 @@ def test_a_failed_warm_up_makes_nothing_says_why_and_pauses_the_replacements(
     def broken() -> bool:
         raise RuntimeError("the disk is gone")
 
-    monkeypatch.setattr(warm, "warm_connection", broken)
+    fresh.enable(2, broken)
     fresh._state["failed_at"] = None
     with caplog.at_level("WARNING", logger="core.handover"):
         assert fresh.prepare(1, 10) == 0
@@ -145,7 +143,7 @@ def test_replacements_keep_no_more_ready_than_the_threads(fresh, monkeypatch):
             made.append(1)
 
     monkeypatch.setattr(handover.threading, "Thread", Thread)
-    fresh.enable(2)
+    fresh.enable(2, lambda: True)
     assert fresh.replace("default") is True
     assert fresh.replace("default") is True
     assert fresh.replace("default") is False  # two being made already
