@@ -17,6 +17,7 @@ from pathlib import Path
 import dj_database_url
 import pytest
 
+from tests.plugin_support import free_port
 from tests.processes import ROOT, isolated_env, on_postgres, python, stop_all
 
 pytestmark = pytest.mark.slow  # real processes: servers, workers, copies
@@ -222,14 +223,25 @@ def test_a_restore_while_the_service_runs_is_refused_and_changes_nothing(store, 
         assert not list(tmp_path.glob("hermes.sqlite3.before-restore-*"))
 
 
-def test_a_restore_is_refused_while_the_worker_runs_and_goes_through_once_it_stopped(
-    store, tmp_path
+IDLE_PROCESSES = {
+    "qcluster": ["manage.py", "qcluster"],
+    # Before its first request a web process without the warm-up holds no file of the database.
+    "granian": [
+        "-m", "granian", "--interface", "wsgi", "--port", "{port}", "hermes_site.wsgi:application",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("idle", sorted(IDLE_PROCESSES))
+def test_a_restore_is_refused_while_a_worker_or_web_server_runs_and_goes_through_once_it_stopped(
+    store, tmp_path, idle
 ):
     env = store
     taken = _manage(env, "backup", str(tmp_path / "quiet.backup"), "--no-progress")
     assert taken.returncode == 0, taken.stderr
+    port = free_port()
     worker = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
+        [sys.executable, *(part.format(port=port) for part in IDLE_PROCESSES[idle])],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -243,7 +255,7 @@ def test_a_restore_is_refused_while_the_worker_runs_and_goes_through_once_it_sto
         worker.wait(timeout=60)
     assert refused.returncode == 1
     assert "the service appears to be running" in refused.stderr
-    assert "qcluster" in refused.stderr
+    assert idle in refused.stderr
     restored = _manage(env, "restore", str(tmp_path / "quiet.backup"))
     assert restored.returncode == 0, restored.stderr
 

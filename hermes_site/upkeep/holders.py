@@ -15,7 +15,7 @@ def companions(db: Path) -> list[Path]:
 
 
 SERVICE_COMMANDS = (b"manage.py\x00serve", b"manage.py\x00worker", b"qcluster", b"gunicorn",
-                    b"runserver", b"bin/serve")  # fmt: skip
+                    b"granian", b"runserver", b"bin/serve")  # fmt: skip
 
 
 def _same_service(entry: Path, raw_cmdline: bytes) -> bool:
