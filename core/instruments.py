@@ -1,7 +1,7 @@
 """The metrics a process observes itself (request and search latency), as prometheus_client
 instruments.
 
-Under gunicorn several processes serve requests: when ``PROMETHEUS_MULTIPROC_DIR`` is set (by
+Several web processes serve requests: when ``PROMETHEUS_MULTIPROC_DIR`` is set (by
 ``bin/serve``) before this module is imported, prometheus_client keeps each process's values in
 that directory and ``/metrics`` adds them up; without it they live in this process only (tests,
 ``runserver``). What lives in the database -- compressions, guards, the queue, sizes -- is read

@@ -1,7 +1,7 @@
 """``GET /metrics``: Prometheus's text format, from prometheus_client.
 
 Two sources. What a process observes itself (request and search latency) comes from the
-instruments in ``core.instruments`` (added up across gunicorn's processes when
+instruments in ``core.instruments`` (added up across the web processes when
 ``PROMETHEUS_MULTIPROC_DIR`` is set). What lives in the database -- compressions and their
 durations and tokens, sessions held back by a guard, the task queue, sizes -- is read at scrape
 time by ``DatabaseCollector`` with a few aggregate queries: compressions run in the worker

@@ -193,8 +193,8 @@ def serialize(result: SearchResult, limit: int, offset: int) -> dict:
 )
 def search_messages(request: ChannelRequest, query: Query[SearchQuery]):
     """Full-text recall over live, summary and archived messages of this channel's sessions.
-    A query string is limited to gunicorn's 8,190-byte request line: a long CJK query goes as
-    `POST /search`."""
+    A query string is limited to the web server's request line (64 KiB under granian, 8,190
+    bytes under gunicorn and most proxies): a long CJK query may go as `POST /search`."""
     only_declared(request, SearchQuery)
     return _search(request, query)
 

@@ -1,6 +1,6 @@
 """What a web process reads once, read before its first request instead of during it
-(gunicorn's ``post_worker_init``, hermes_site/gunicorn_conf.py), so no agent's first question
-pays for it.
+(granian's factory, hermes_site/granian_app.py, or gunicorn's ``post_worker_init``), so no
+agent's first question pays for it.
 
 PostgreSQL's case-folding table (search.pg.case_folds: every BMP character lower() changes,
 about 40 ms) is read by a process's first substring lookup.
@@ -58,7 +58,7 @@ def warm_up(*, close: bool = True) -> threading.Thread | None:
     before. ``close``: drop the connection it opened (the worker's request threads have their
     own; this one would sit idle). On SQLite the prewarm runs in a thread of its own, which it
     returns: the process takes requests meanwhile (reading the file takes as long as the disk
-    does, and gunicorn replaces a worker that does not report in time). The reads release the
+    does, and a web server may replace a worker that does not report in time). The reads release the
     GIL."""
     if connection.vendor == "sqlite":
         path = Path(connection.settings_dict["NAME"])

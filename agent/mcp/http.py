@@ -1,10 +1,11 @@
 """``/mcp``: the SDK's streamable-HTTP transport, on the port the service already serves.
 
-The service is WSGI (gunicorn's threaded workers); the SDK's transport is ASGI. Each process runs
-the SDK's app on an event loop of its own thread, started on its first MCP request (after
-gunicorn's fork), with its session manager's lifespan entered once; a2wsgi carries each
-request across. The transport is stateless and answers JSON: any worker process can answer
-any request, as for the JSON API, and nothing is kept between requests but the key.
+The service is WSGI (granian's or gunicorn's threads); the SDK's transport is ASGI. Each
+process runs the SDK's app on an event loop of its own thread, started on its first MCP
+request (after the web server's fork), with its session manager's lifespan entered once;
+a2wsgi carries each request across. The transport is stateless and answers JSON: any worker
+process can answer any request, as for the JSON API, and nothing is kept between requests but
+the key.
 
 The Django view in front authenticates the channel key first (so a missing, revoked or
 expired key is a 401 before any MCP is spoken), reads the body under the API's size limit,

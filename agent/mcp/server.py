@@ -33,7 +33,7 @@ INSTRUCTIONS = (
 
 # Tool bodies run on these threads of the process, each keeping its database connection (as a
 # persistent connection would be), where a thread per call would open one per call. As many
-# as gunicorn gives a process threads (server.web_threads), so a compress waiting for its
+# as the web server gives a process threads (server.web_threads), so a compress waiting for its
 # result holds one of them, not every MCP call of the process; over stdio, a few.
 _DATABASE = ThreadPoolExecutor(
     max_workers=max(2, get_config().server.web_threads), thread_name_prefix="mcp-db"
