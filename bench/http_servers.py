@@ -1,16 +1,18 @@
-"""The HTTP path of a search under two web servers: gunicorn, as the service deploys it, and
-granian (a WSGI server whose HTTP layer is Rust), serving the same Django application.
+"""The HTTP path of a search under the two web servers ``manage.py serve`` runs
+(``server.web_server``): granian (HTTP in Rust, the default) and gunicorn, each as deployed,
+and granian serving the bare WSGI application (none of the service's start-up warm-up).
 
-    .venv/bin/pip install granian                       # not a dependency: only this benchmark
     .venv/bin/python bench/http_servers.py              # 100,000 messages, 2 rounds per server
     .venv/bin/python bench/http_servers.py --size 1000000 --rounds 3
 
 Loads bench/search.py's corpus (its 240 rare facts among common text) into a fresh SQLite file,
-the embedded default, and builds its indexes. Then each round, the servers alternating, the
-service is started afresh on it: ``manage.py serve`` (gunicorn's threaded workers with this
-service's own worker class and start-up warm-up, and the task worker), or granian with as many
-processes and request threads (``server.web_workers`` x ``server.web_threads``) and the task
-worker beside it. Every query's kept rows are cleared first, so each fact's request is its
+the embedded default, and builds its indexes. Then each round, the servers in turn, the
+service is started afresh on it: ``manage.py serve`` with ``web_server: gunicorn`` (its threaded
+workers with this service's own worker class and start-up warm-up) or ``web_server: granian``
+(its factory, hermes_site.granian_app: the process's warm-up and a connection warmed for each
+request thread), both with the task worker; or granian on ``hermes_site.wsgi:application`` with
+as many processes and request threads (``server.web_workers`` x ``server.web_threads``) and the
+task worker beside it. Every query's kept rows are cleared first, so each fact's request is its
 first lookup. One keep-alive client asks each fact once, pauses 50 ms, and asks it three times
 more, as bench/search.py does over HTTP. Each request is timed from the client and beside its
 own search (the answer's ``Server-Timing: search``): the difference is the HTTP path alone --
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import importlib.util
 import os
 import subprocess
 import sys
@@ -116,8 +117,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.size < 10_000 or args.rounds < 1:
         parser.error("--size of at least 10,000 (the facts' sessions) and --rounds of 1 or more")
-    if importlib.util.find_spec("granian") is None:
-        raise SystemExit("granian is not installed: .venv/bin/pip install granian")
     from bench import search as corpus
 
     with tempfile.TemporaryDirectory(prefix="hermes-http-servers-") as tmp:
@@ -134,20 +133,28 @@ def main() -> None:
         key = issue_key(Channel.objects.order_by("pk")[0], label="bench").plaintext
         server = settings.HERMES.server
         workers, threads = server.web_workers, server.web_threads
-        found: dict[str, dict[str, list[float]]] = {
-            name: {} for name in ("gunicorn (as deployed)", "granian")
+        configs = {}
+        for web_server in ("gunicorn", "granian"):
+            configs[web_server] = data / f"{web_server}.yaml"
+            configs[web_server].write_text(
+                f"server:\n  data_dir: {data}\n  web_server: {web_server}\n", encoding="utf-8"
+            )
+        servers = {
+            "gunicorn (as deployed)": lambda: corpus.Service(data, configs["gunicorn"]),
+            "granian (as deployed)": lambda: corpus.Service(data, configs["granian"]),
+            "granian, the bare application": lambda: Granian(data, workers, threads),
         }
-        for n in range(args.rounds * 2):
-            name = list(found)[n % 2]
+        found: dict[str, dict[str, list[float]]] = {name: {} for name in servers}
+        for n in range(args.rounds * len(servers)):
+            name = list(servers)[n % len(servers)]
             with connection.cursor() as cursor:  # every fact's lookup a first one again
                 ranked.clear(cursor)
             connection.close()
-            serving = corpus.Service(data) if n % 2 == 0 else Granian(data, workers, threads)
-            with serving as service:
+            with servers[name]() as service:
                 for part, samples in _facts(service.port, key).items():
                     found[name].setdefault(part, []).extend(samples)
         floors = {  # (back to back, after a pause)
-            "under gunicorn": corpus.wsgi_floor(),
+            "under gunicorn": corpus.wsgi_floor(server=corpus._gunicorn),
             "under granian": corpus.wsgi_floor(
                 server=lambda app, port: _granian(app, port, workers, threads)
             ),
@@ -175,10 +182,10 @@ def main() -> None:
             f"| {_ms(m['later'], 0.5):.2f} | {_ms(m['later'], 0.95):.2f} "
             f"| {_ms(later, 0.5):.2f} / {_ms(later, 0.95):.2f} |"
         )
-    baseline, other = alone["gunicorn (as deployed)"], alone["granian"]
+    baseline, other = alone["gunicorn (as deployed)"], alone["granian (as deployed)"]
     print(
-        f"\nThe HTTP path alone at p95, first requests: gunicorn {baseline:.2f} ms, granian "
-        f"{other:.2f} ms ({baseline / other:.2f}x)."
+        f"\nThe HTTP path alone at p95, first requests, as deployed: gunicorn {baseline:.2f} ms, "
+        f"granian {other:.2f} ms ({baseline / other:.2f}x)."
     )
     print(
         f"\n| floor: a constant | p50 ms | p95 ms | after {corpus.IDLE_MS} ms idle, p50 ms "

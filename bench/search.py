@@ -812,14 +812,17 @@ class Service:
     """``manage.py serve`` on the benchmark's data folder: the web server and the worker, as
     deployed."""
 
-    def __init__(self, data: Path) -> None:
-
+    def __init__(self, data: Path, config: Path | None = None) -> None:
+        """``config``: another config file for the service than the benchmark's own."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.data = data
+        self.config = config
 
     def __enter__(self) -> Service:
         env = {**os.environ, "HERMES_ADDR": f"127.0.0.1:{self.port}"}
+        if self.config is not None:
+            env["HERMES_CONFIG"] = str(self.config)
         self.log = open(self.data / "serve.log", "w", encoding="utf-8")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--no-migrate"],
