@@ -9,7 +9,9 @@ be reached before its first request. So a web process opens and warms as many co
 it has threads when it starts (:func:`prepare`), and a thread's first connect takes one
 (:func:`take`, from the backends' ``get_new_connection``) instead of opening a cold one. A
 connection closed after a request, for its age (``server.db_conn_max_age``) or an error, is
-replaced the same way on a thread of its own (:func:`replace`), never on a request's path.
+replaced the same way on a thread of its own (:func:`replace`), never on a request's path. And
+granian ends a request thread idle for its timeout: the thread's connection, open and warm, is
+handed back then (:class:`_HandsBack`) for the next thread it starts.
 
 Only a process that called :func:`enable` hands connections over; everywhere else (tests,
 management commands, gunicorn) :func:`take` finds none and the backends connect as Django does.
@@ -56,7 +58,7 @@ def ready() -> int:
 def take(alias: str, max_age: float | None) -> tuple[Any, float] | None:
     """A ready connection and when it was opened, or None. One older than ``max_age`` (the
     connection's age limit) is closed instead of handed over."""
-    if alias != DEFAULT_DB_ALIAS or not enabled():
+    if alias != DEFAULT_DB_ALIAS or not enabled() or _making_here():
         return None
     while True:
         with _lock:
@@ -67,6 +69,62 @@ def take(alias: str, max_age: float | None) -> tuple[Any, float] | None:
             return raw, opened
         with contextlib.suppress(Exception):
             raw.close()
+
+
+def _making_here() -> bool:
+    """Whether this thread is one making a connection ready (it opens a new one)."""
+    return threading.current_thread().name == THREAD_NAME
+
+
+def give_back(wrapper: Any) -> bool:
+    """Keep ``wrapper``'s open connection ready for another thread, if it is between
+    transactions and fewer than the target are ready (else it is closed); the wrapper lets go
+    of it. True when it was kept."""
+    raw = wrapper.connection
+    if raw is None or not enabled() or not _idle(raw):
+        return False
+    wrapper.connection = None
+    with _lock:
+        if len(_ready) < _state["target"]:
+            _ready.append((getattr(wrapper, "handover_opened", time.monotonic()), raw))
+            return True
+    with contextlib.suppress(Exception):
+        raw.close()
+    return False
+
+
+def _idle(raw: Any) -> bool:
+    """Open and between transactions: sqlite3's ``in_transaction``, psycopg's status."""
+    try:
+        if getattr(raw, "closed", False):
+            return False
+        info = getattr(raw, "info", None)
+        if info is not None:  # psycopg
+            from psycopg.pq import TransactionStatus
+
+            return bool(info.transaction_status == TransactionStatus.IDLE)
+        return not raw.in_transaction  # sqlite3 (a closed one raises)
+    except Exception:
+        return False
+
+
+class _HandsBack:
+    """Kept in a request thread's locals beside its Django connection, and pointing to nothing
+    that points back, so it is freed as soon as the thread ends (granian ends a thread idle for
+    its timeout; the wrapper itself, in reference cycles, waits for the garbage collector):
+    it hands the thread's connection back."""
+
+    __slots__ = ("wrapper",)
+
+    def __init__(self, wrapper: Any) -> None:
+        self.wrapper = wrapper
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # a finalizer never raises
+            give_back(self.wrapper)
+
+
+_threads = threading.local()
 
 
 def prepare(count: int, wait: float) -> int:
@@ -140,10 +198,14 @@ class TakesHandedOver:
         max_age = self.settings_dict["CONN_MAX_AGE"]
         taken = take(self.alias, max_age)
         if taken is None:
-            return super().get_new_connection(conn_params)  # type: ignore[misc]
-        raw, opened = taken
-        if self.close_at is not None:  # its age counts from when it was opened
-            self.close_at = opened + max_age
+            raw, opened = super().get_new_connection(conn_params), time.monotonic()  # type: ignore[misc]
+        else:
+            raw, opened = taken
+            if self.close_at is not None:  # its age counts from when it was opened
+                self.close_at = opened + max_age
+        if enabled() and self.alias == DEFAULT_DB_ALIAS and not _making_here():
+            self.handover_opened = opened
+            _threads.hands_back = _HandsBack(self)
         return raw
 
     def close(self) -> None:

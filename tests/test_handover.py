@@ -26,11 +26,22 @@ from core import handover
 from search.service import search
 from search.warm import warm_connection
 
-def on_thread(fn):
-    out = []
-    thread = threading.Thread(target=lambda: out.append(fn()))
+held = []  # threads kept alive until the end, as request threads between requests
+
+def on_thread(fn, keep=True):
+    out, done, release = [], threading.Event(), threading.Event()
+    def run():
+        out.append(fn())
+        done.set()
+        if keep:
+            release.wait(60)
+    thread = threading.Thread(target=run)
     thread.start()
-    thread.join(60)
+    done.wait(60)
+    if keep:
+        held.append(release)
+    else:
+        thread.join(60)
     return out[0]
 
 def dead(raw):
@@ -69,6 +80,16 @@ said["closed"] = on_thread(closes_its_connection)
 said["replaced"] = wait_ready(1)
 said["replacement_alive"] = not dead(handover._ready[0][1])
 
+# A thread that ends (granian ends one idle for its timeout) hands its connection back, open.
+def its_connection():
+    search("cache")
+    return id(connection.connection)
+
+handover._ready.clear()
+ended = on_thread(its_connection, keep=False)
+said["handed_back"] = [wait_ready(1), id(handover._ready[0][1]) == ended]
+said["handed_back_alive"] = not dead(handover._ready[0][1])
+
 # A ready connection older than the age limit is closed, not handed over; a newer one is, its
 # age counted from when it was opened.
 old = handover._ready[0][1]
@@ -80,6 +101,8 @@ def age_left():
     connection.ensure_connection()
     return connection.close_at - time.monotonic()
 said["age_left"] = on_thread(age_left)
+for release in held:
+    release.set()
 print(json.dumps(said))
 """
 
@@ -96,6 +119,7 @@ def test_threads_started_later_take_the_connections_warmed_ahead_and_a_closed_on
     assert said["c"] == [False, 0]  # none was left: it connected as Django does
     assert said["closed"] is True
     assert said["replaced"] == 1 and said["replacement_alive"] is True
+    assert said["handed_back"] == [1, True] and said["handed_back_alive"] is True
     assert said["old_skipped"] is False and said["old_closed"] is True
     assert 3600 - 100 - 5 < said["age_left"] < 3600 - 100 + 1  # server.db_conn_max_age 3600
 
@@ -161,3 +185,28 @@ def test_a_new_web_process_forgets_the_live_gauges_of_processes_gone(tmp_path, m
     assert not (tmp_path / f"gauge_livesum_{gone}.db").exists()
     assert (tmp_path / f"gauge_livesum_{os.getpid()}.db").exists()
     assert (tmp_path / "counter_77.db").exists()  # counters of a process gone still count
+
+
+def test_only_a_connection_between_transactions_is_handed_back_and_no_more_than_the_target(
+    fresh,
+):
+    import sqlite3
+    from types import SimpleNamespace
+
+    fresh.enable(1, lambda: True)
+    busy = sqlite3.connect(":memory:")
+    busy.execute("CREATE TABLE t (x)")
+    busy.execute("INSERT INTO t VALUES (1)")  # a transaction left open
+    wrapper = SimpleNamespace(connection=busy, handover_opened=5.0)
+    assert fresh.give_back(wrapper) is False and wrapper.connection is busy
+    busy.commit()
+    assert fresh.give_back(wrapper) is True and wrapper.connection is None
+    assert list(fresh._ready) == [(5.0, busy)]
+    spare = sqlite3.connect(":memory:")
+    assert fresh.give_back(SimpleNamespace(connection=spare)) is False  # one is the target
+    with pytest.raises(sqlite3.ProgrammingError):
+        spare.execute("SELECT 1")  # closed instead
+    closed = sqlite3.connect(":memory:")
+    closed.close()
+    fresh._ready.clear()
+    assert fresh.give_back(SimpleNamespace(connection=closed)) is False
