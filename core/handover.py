@@ -150,7 +150,7 @@ def replace(alias: str) -> bool:
     """A connection of this process was closed: make another ready on a thread of its own, if
     fewer than the target are ready or being made. Not from a thread that is making one (its
     failure closes its connection), nor for a while after a warm-up failed."""
-    if alias != DEFAULT_DB_ALIAS or not enabled() or threading.current_thread().name == THREAD_NAME:
+    if alias != DEFAULT_DB_ALIAS or not enabled() or _making_here():
         return False
     failed_at = _state["failed_at"]
     if failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_SECONDS:
@@ -211,5 +211,7 @@ class TakesHandedOver:
     def close(self) -> None:
         had = self.connection is not None
         super().close()  # type: ignore[misc]
-        if had and self.connection is None:
+        # Not where connections are per request (CONN_MAX_AGE 0): each request's end closes
+        # its connection, and a warm-up for every request would double the database's work.
+        if had and self.connection is None and self.settings_dict["CONN_MAX_AGE"] != 0:
             replace(self.alias)

@@ -5,12 +5,10 @@ so none can warm its own before its first request as gunicorn's do."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from core import handover
-from hermes_site.granian_app import forget_dead_processes
 from tests.processes import isolated_env, python
 
 # In a process of its own, on a database file (or PostgreSQL in that pass) as served: threads
@@ -175,16 +173,29 @@ def test_replacements_keep_no_more_ready_than_the_threads(fresh, monkeypatch):
     assert len(made) == 2
 
 
-def test_a_new_web_process_forgets_the_live_gauges_of_processes_gone(tmp_path, monkeypatch):
-    gone = 2**22 + 12345  # above the kernel's default pid_max: no such process
-    for pid in (gone, os.getpid()):
-        (tmp_path / f"gauge_livesum_{pid}.db").write_bytes(b"")
-    (tmp_path / "counter_77.db").write_bytes(b"")
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
-    assert forget_dead_processes() == [gone]
-    assert not (tmp_path / f"gauge_livesum_{gone}.db").exists()
-    assert (tmp_path / f"gauge_livesum_{os.getpid()}.db").exists()
-    assert (tmp_path / "counter_77.db").exists()  # counters of a process gone still count
+def test_a_closed_connection_is_replaced_only_where_connections_are_kept(fresh, monkeypatch):
+    """Where connections are per request (CONN_MAX_AGE 0) every request's end closes one: a
+    warm-up after each would double the database's work."""
+    from core.handover import TakesHandedOver
+
+    class Base:
+        def close(self) -> None:
+            self.connection = None
+
+    class Wrapper(TakesHandedOver, Base):
+        alias = "default"
+
+    asked: list[str] = []
+    monkeypatch.setattr(handover, "replace", lambda alias: asked.append(alias) or True)
+    for max_age, replaced in ((0, []), (3600, ["default"]), (None, ["default"])):
+        asked.clear()
+        wrapper = Wrapper()
+        wrapper.settings_dict = {"CONN_MAX_AGE": max_age}
+        wrapper.connection = object()
+        wrapper.close()
+        assert asked == replaced, max_age
+        wrapper.close()  # closing a closed one asks nothing
+        assert asked == replaced, max_age
 
 
 def test_only_a_connection_between_transactions_is_handed_back_and_no_more_than_the_target(
