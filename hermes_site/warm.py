@@ -27,6 +27,7 @@ from django.core.signals import request_started
 from django.db import close_old_connections, connection
 from django.urls import URLResolver, get_resolver
 
+from core import handover
 from core.config import get_config
 from search.warm import warm_connection, warm_up
 
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 # After a warm-up that failed (the database away), a thread's connection is left to its next
 # request for this long: each try would hold a thread (a connect that times out) and log.
-RETRY_AFTER_SECONDS = 30.0
+RETRY_AFTER_SECONDS = handover.RETRY_AFTER_SECONDS
 _failed_at: float | None = None
 
 # How long a starting worker waits for its threads' warm-up before it takes requests anyway
@@ -79,13 +80,30 @@ def warm_threads(pool: futures.ThreadPoolExecutor, threads: int) -> int:
     tasks = [pool.submit(warm_one) for _ in range(threads)]
     done, _ = futures.wait(tasks, THREADS_WAIT_SECONDS)
     warmed = sum(1 for task in done if task.exception() is None and task.result())
+    _say_warmed(warmed, threads, began)
+    return warmed
+
+
+def warm_ahead(threads: int) -> int:
+    """granian's ``warm_threads``: its request threads start with requests, out of reach, so
+    ``threads`` connections are opened and warmed now and handed to them (core.handover);
+    returns how many were ready within THREADS_WAIT_SECONDS."""
+    if not get_config().server.warm_connections:
+        return 0
+    began = time.monotonic()
+    handover.enable(threads, warm_connection)
+    made = handover.prepare(threads, THREADS_WAIT_SECONDS)
+    _say_warmed(made, threads, began)
+    return made
+
+
+def _say_warmed(warmed: int, threads: int, began: float) -> None:
     logger.info(
         "%d of %d request threads' connections warmed in %.0f ms",
         warmed,
         threads,
         (time.monotonic() - began) * 1000,
     )
-    return warmed
 
 
 def close_aged_after_answers() -> bool:
