@@ -660,3 +660,46 @@ def test_a_streamed_turn_streams_through_gunicorn_and_a_hang_up_leaves_the_sessi
             ]
         finally:
             served.stop()
+
+
+@pytest.mark.parametrize(
+    ("bind", "where"),
+    [
+        ("127.0.0.1:8000", ["--host", "127.0.0.1", "--port", "8000"]),
+        ("[::1]:9000", ["--host", "::1", "--port", "9000"]),
+        ("unix:/run/hermes.sock", ["--uds", "/run/hermes.sock"]),
+    ],
+)
+def test_granian_s_command_carries_the_address_processes_threads_and_stop_budget(
+    bind, where, settings, tmp_path
+):
+    from core.config import parse_config
+    from hermes_site.management.commands.serve import web_server_argv
+
+    settings.DATA_DIR = tmp_path  # where its log config is written
+    server = parse_config(
+        {"server": {"web_workers": 3, "web_threads": 5, "stop_timeout_seconds": 2}}
+    ).server
+    argv = web_server_argv(server, bind)
+    assert argv[1:3] == ["-m", "granian"] and argv[-1] == "hermes_site.granian_app:application"
+    assert "--factory" in argv
+    at = argv.index(where[0])
+    assert argv[at : at + len(where)] == where
+    options = dict(itertools.pairwise(argv))
+    assert options["--workers"] == "3" and options["--blocking-threads"] == "5"
+    assert options["--workers-kill-timeout"] == "1"  # the stop budget less the parent's margin
+    logging = json.loads(Path(options["--log-config"]).read_text())
+    assert logging["loggers"]["granian.access"]["handlers"] == []  # hermes.request logs requests
+    assert web_server_argv(server.model_copy(update={"web_server": "gunicorn"}), bind)[1:3] == [
+        "-m",
+        "gunicorn",
+    ]
+
+
+def test_an_unknown_web_server_is_refused_naming_the_choices():
+    from core.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"server": {"web_server": "nginx"}})
+    assert "server.web_server" in str(refused.value)
+    assert "granian" in str(refused.value) and "gunicorn" in str(refused.value)

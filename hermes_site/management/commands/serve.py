@@ -30,14 +30,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from core.config import bind_address
+from core.config import ServerConfig, bind_address
 
 FINGERPRINT_FILE = ".hermes-static-fingerprint"
 MANIFEST_FILE = "staticfiles.json"  # whitenoise's manifest: collectstatic has completed
@@ -249,7 +248,7 @@ class Command(BaseCommand):
         return clean
 
 
-def web_server_argv(server: Any, address: str) -> list[str]:
+def web_server_argv(server: ServerConfig, address: str) -> list[str]:
     """The web server's command line for ``server`` (the config's block) on ``address``."""
     if server.web_server == "gunicorn":
         return [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
