@@ -759,7 +759,9 @@ def _gunicorn(app: str, port: int) -> list[str]:
 
 
 def _granian(app: str, port: int, workers: int, threads: int) -> list[str]:
-    """granian as manage.py serve runs it, with ``workers`` x ``threads``, serving ``app``."""
+    """granian with ``workers`` x ``threads`` serving ``app``, a plain WSGI application: the
+    interface and threads manage.py serve gives it, none of its start-up (no factory, no log
+    config; hermes_site.management.commands.serve.web_server_argv)."""
     return [
         sys.executable, "-m", "granian", "--interface", "wsgi", "--workers", str(workers),
         "--blocking-threads", str(threads), "--runtime-threads", "1", "--no-ws",

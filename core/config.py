@@ -303,9 +303,9 @@ class ServerConfig(_Block):
     default_context_window: PositiveInt = 128_000
     q_workers: Annotated[int, Field(ge=1, le=64)] = 2
     # bin/serve (manage.py serve): the web server and its address, processes and threads per
-    # process. granian (HTTP in Rust) takes 0.5 ms less of each request than gunicorn (all
-    # Python) at p95 here; gunicorn answers even a request it cannot parse with JSON
-    # (docs/deployment.md). Sized for SQLite WAL, which takes one writer at a time: a few
+    # process. granian (HTTP in Rust) took 0.25 ms less of a search request than gunicorn (all
+    # Python) at p95 here, each as deployed; gunicorn answers even a request it cannot parse
+    # with JSON (docs/deployment.md). Sized for SQLite WAL, which takes one writer at a time: a few
     # processes with some threads each; on PostgreSQL raise web_workers (about 2 x cores).
     # $HERMES_ADDR overrides bind.
     web_server: Literal["granian", "gunicorn"] = "granian"
