@@ -9,6 +9,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -164,6 +165,36 @@ def test_granian_takes_every_search_the_api_allows_in_a_url_and_refuses_the_rest
     head, payload = _raw(base, b"NOT AN HTTP REQUEST\r\n\r\n")
     assert head.split(b" ")[1] == b"400" and payload == b"", head
     _refuses_a_foreign_host_as_json(base, key)
+
+
+@pytest.mark.parametrize("service", ["granian", "gunicorn"], indirect=True)
+def test_a_request_refused_before_its_body_arrives_leaves_the_connection_to_the_next(service):
+    """The MCP SDK's client sends its fallback request on the connection that carried its
+    refused first one; the refusal (a 401 decided from the headers) must not cost it that
+    connection, however late the body comes after the headers."""
+    base, _, _ = service
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer hm_nonsense\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        reader = conn.makefile("rb")
+        for attempt in range(3):
+            conn.sendall(head)
+            if attempt == 0:
+                time.sleep(0.3)  # the body well after the headers
+            conn.sendall(body)
+            status = reader.readline()
+            assert status.startswith(b"HTTP/1.1 401"), (attempt, status)
+            headers = {}
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+            assert headers.get("connection", "").lower() != "close", (attempt, headers)
+            answer = json.loads(reader.read(int(headers["content-length"])))
+            assert "Unknown or revoked channel key" in answer["error"]["message"]
 
 
 def _refuses_a_foreign_host_as_json(base: str, key: str) -> None:
