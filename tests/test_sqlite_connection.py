@@ -36,3 +36,23 @@ def test_a_config_can_turn_the_cache_and_the_map_up_for_a_database_read_far_more
     server = "  sqlite_cache_mib: 64\n  sqlite_mmap_mib: 256\n"
     with isolated_env(tmp_path, server=server) as env:
         assert python("-c", READ, env=env).split() == [str(-64 * 1024), str(256 * 2**20), "wal"]
+
+
+@pytest.mark.django_db
+def test_a_cursor_converts_each_statement_text_once_and_runs_it_as_django_s_would():
+    from django.db import connection
+
+    from core.sqlite_backend import base
+
+    base._qmark.cache_clear()
+    with connection.cursor() as cursor:
+        for _ in range(3):
+            cursor.execute("SELECT %s, '100%%', %s", ["a", 2])
+            assert cursor.fetchone() == ("a", "100%", 2)
+        cursor.execute("SELECT %(x)s || %(y)s", {"x": "named ", "y": "too"})
+        assert cursor.fetchone() == ("named too",)
+        long = "SELECT %s" + " " * base._CACHED_UP_TO
+        cursor.execute(long, [1])
+        assert cursor.fetchone() == (1,)
+    info = base._qmark.cache_info()
+    assert (info.misses, info.hits) == (1, 2)  # the long one and the named one not kept
