@@ -23,6 +23,7 @@ from sessions_app.api.auth import ChannelKey
 from sessions_app.keys import create_channel, issue_key
 from sessions_app.models import ALL_SCOPES, ApiKey, AuditEntry, Scope
 from tests.conftest import Gateway
+from tests.processes import on_postgres
 
 KEY = re.compile(r"hm_[0-9a-f]{12}_[A-Za-z0-9_-]+")
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,3 +292,36 @@ def test_a_zero_grace_rotation_stops_the_old_key_at_once(staff, hermes_config):
     # The channel list counts the successor only: an expired key is not active.
     page = staff.get(reverse("admin:sessions_app_channel_changelist")).content.decode()
     assert '<td class="field-active_keys">1</td>' in page
+
+
+def test_a_key_changed_after_it_was_read_is_read_as_it_now_is(db):
+    """A key's row is converted once per version of it (sessions_app.keys._converted): a
+    change to its scopes, its expiry or its channel, or its revocation, is what the next
+    request sees."""
+    from sessions_app.keys import authenticate_key, revoke_key
+
+    channel, issued = create_channel("changing", scopes="read write")
+    first = authenticate_key(issued.plaintext)
+    assert first is not None and first.scope_set == {"read", "write"}
+    assert authenticate_key(issued.plaintext) is not first  # an instance of its own each time
+    ApiKey.objects.filter(pk=issued.api_key.pk).update(scopes="read")
+    channel.name = "renamed"
+    channel.save()
+    again = authenticate_key(issued.plaintext)
+    assert again.scope_set == {"read"} and again.channel.name == "renamed"
+    revoke_key(issued.api_key)
+    assert authenticate_key(issued.plaintext) is None
+
+
+@pytest.mark.skipif(
+    on_postgres(), reason="SQLite only: PostgreSQL's reads go through Django's cursor"
+)
+def test_a_statement_the_key_read_cannot_run_raises_django_s_error(db):
+    """core.plain.fetch_one reads on the driver's connection on SQLite; its errors are still
+    Django's, which the API answers (a locked database: 503)."""
+    from django.db import OperationalError
+
+    from core import plain
+
+    with pytest.raises(OperationalError, match="no such table"):
+        plain.fetch_one("SELECT 1 FROM no_such_table WHERE 1 = %s", [1])

@@ -24,6 +24,14 @@ def _qmark(query: str) -> str:
     return base.FORMAT_QMARK_REGEX.sub("?", query).replace("%%", "%")
 
 
+def qmark(query: str) -> str:
+    """``query`` with Django's ``%s`` placeholders as the driver's ``?``, as Django's SQLite
+    cursor converts it (kept for statements of up to 4,096 characters)."""
+    if len(query) <= _CACHED_UP_TO:
+        return _qmark(query)
+    return base.FORMAT_QMARK_REGEX.sub("?", query).replace("%%", "%")
+
+
 class Cursor(base.SQLiteCursorWrapper):
     """Django's SQLite cursor, converting each statement's ``%s`` to ``?`` once per statement
     text instead of on every run: the regular expression took 10 µs a run on a short
@@ -31,8 +39,8 @@ class Cursor(base.SQLiteCursorWrapper):
     A search request runs about seven. (django-stubs leave convert_query out.)"""
 
     def convert_query(self, query: str, *, param_names: Any = None) -> str:
-        if param_names is None and len(query) <= _CACHED_UP_TO:
-            return _qmark(query)
+        if param_names is None:
+            return qmark(query)
         return super().convert_query(query, param_names=param_names)  # type: ignore[misc]
 
 
