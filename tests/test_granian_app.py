@@ -68,3 +68,15 @@ def test_a_request_without_a_body_is_passed_through_untouched():
         (status, headers), _ = _run(environ)
         assert status.startswith("401") and ("Connection", "close") not in headers
     assert body.reads == 0
+
+
+def test_a_client_gone_mid_body_still_gets_the_application_s_answer_and_no_error():
+    """Reading the rest is best effort: the answer stands if the body cannot be read (granian
+    drops the connection then anyway)."""
+
+    class Gone(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            raise OSError("the client closed the connection")
+
+    (status, _), answer = _run({"CONTENT_LENGTH": "100", "wsgi.input": Gone()})
+    assert status.startswith("401") and answer == [b"{}"]
