@@ -759,14 +759,17 @@ def _gunicorn(app: str, port: int) -> list[str]:
 
 
 def _granian(app: str, port: int, workers: int, threads: int) -> list[str]:
-    """granian with ``workers`` x ``threads`` serving ``app``, a plain WSGI application: the
-    interface and threads manage.py serve gives it, none of its start-up (no factory, no log
-    config; hermes_site.management.commands.serve.web_server_argv)."""
-    return [
-        sys.executable, "-m", "granian", "--interface", "wsgi", "--workers", str(workers),
-        "--blocking-threads", str(threads), "--runtime-threads", "1", "--no-ws",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", app,
-    ]  # fmt: skip
+    """granian as manage.py serve runs it (hermes_site.management.commands.serve.web_server_argv)
+    with ``workers`` x ``threads``, serving ``app``, a plain WSGI application: none of the
+    service's start-up (no factory)."""
+    from django.conf import settings
+
+    from hermes_site.management.commands.serve import web_server_argv
+
+    server = settings.HERMES.server.model_copy(
+        update={"web_server": "granian", "web_workers": workers, "web_threads": threads}
+    )
+    return web_server_argv(server, f"127.0.0.1:{port}", app, factory=False)
 
 
 def _deployed(app: str, port: int) -> list[str]:

@@ -690,6 +690,9 @@ def test_granian_s_command_carries_the_address_processes_threads_and_stop_budget
     assert options["--workers-kill-timeout"] == "1"  # the stop budget less the parent's margin
     logging = json.loads(Path(options["--log-config"]).read_text())
     assert logging["loggers"]["granian.access"]["handlers"] == []  # hermes.request logs requests
+    plain = web_server_argv(server, bind, "bench._wsgi_floor:app", factory=False)
+    assert plain[-1] == "bench._wsgi_floor:app" and "--factory" not in plain
+    assert plain[:-1] == [arg for arg in argv[:-1] if arg != "--factory"]  # the same otherwise
     assert web_server_argv(server.model_copy(update={"web_server": "gunicorn"}), bind)[1:3] == [
         "-m",
         "gunicorn",

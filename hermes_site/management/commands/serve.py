@@ -248,8 +248,15 @@ class Command(BaseCommand):
         return clean
 
 
-def web_server_argv(server: ServerConfig, address: str) -> list[str]:
-    """The web server's command line for ``server`` (the config's block) on ``address``."""
+GRANIAN_APP = "hermes_site.granian_app:application"
+
+
+def web_server_argv(
+    server: ServerConfig, address: str, app: str = GRANIAN_APP, factory: bool = True
+) -> list[str]:
+    """The web server's command line for ``server`` (the config's block) on ``address``.
+    granian serves ``app``, a factory unless ``factory`` is false (the benchmarks serve plain
+    WSGI applications with the same command); gunicorn's config names its own."""
     if server.web_server == "gunicorn":
         return [sys.executable, "-m", "gunicorn", "-c", "python:hermes_site.gunicorn_conf"]
     if address.startswith("unix:"):
@@ -258,7 +265,7 @@ def web_server_argv(server: ServerConfig, address: str) -> list[str]:
         host, _, port = address.rpartition(":")
         where = ["--host", host.strip("[]"), "--port", port]
     return [
-        sys.executable, "-m", "granian", "--interface", "wsgi", "--factory", *where,
+        sys.executable, "-m", "granian", "--interface", "wsgi", *where,
         "--workers", str(server.web_workers),
         # Threads start as requests come, up to this many per process, and end after ten idle
         # minutes (granian's longest); each takes a connection warmed ahead (core.handover).
@@ -271,7 +278,7 @@ def web_server_argv(server: ServerConfig, address: str) -> list[str]:
         # second less than the whole stop budget, which the parent enforces.
         "--workers-kill-timeout", str(max(1, server.stop_timeout_seconds - 1)),
         "--log-config", str(_granian_log_config(server.log_format)),
-        "hermes_site.granian_app:application",
+        *(["--factory"] if factory else []), app,
     ]  # fmt: skip
 
 
