@@ -325,3 +325,30 @@ def test_a_statement_the_key_read_cannot_run_raises_django_s_error(db):
 
     with pytest.raises(OperationalError, match="no such table"):
         plain.fetch_one("SELECT 1 FROM no_such_table WHERE 1 = %s", [1])
+
+
+@pytest.mark.skipif(
+    on_postgres(), reason="SQLite only: PostgreSQL's reads go through Django's cursor"
+)
+def test_on_sqlite_a_key_is_read_in_one_statement_on_the_driver_s_connection(db, monkeypatch):
+    """core.plain.fetch_one: no Django cursor is made for the key's read (its wrappers cost 20
+    µs a statement), and the driver runs exactly the one statement."""
+    from django.db import connection
+
+    from core.sqlite_backend import base
+    from sessions_app.keys import authenticate_key
+
+    _, issued = create_channel("driver-read")
+    authenticate_key(issued.plaintext)  # its first use of the minute: the touch comes after
+    made: list[object] = []
+    ran: list[str] = []
+    connection.connection.set_trace_callback(ran.append)
+    with monkeypatch.context() as patched:  # undone before the test's rollback needs a cursor
+        patched.setattr(base.DatabaseWrapper, "create_cursor", lambda *a: made.append(a))
+        try:
+            found = authenticate_key(issued.plaintext)
+        finally:
+            connection.connection.set_trace_callback(None)
+    assert found is not None and found.channel.name == "driver-read"
+    assert made == [] and len(ran) == 1, ran
+    assert f"k.prefix = '{issued.api_key.prefix}'" in ran[0], ran
