@@ -7,13 +7,15 @@ what a process's first request would wait for, and has a connection opened and w
 request thread before the first request (hermes_site.warm.warm_ahead: granian's threads start
 with requests, out of the application's reach).
 
-It also reads what is left of each request body before answering (:func:`reads_whole_bodies`).
+It also reads what is left of each request body before answering (:func:`reads_whole_bodies`),
+and hands the application each request's own variables, not the process environment granian
+merges into them (:func:`without_process_environment`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -55,6 +57,51 @@ def reads_whole_bodies(app: WSGIApp, limit: int) -> WSGIApp:
     return application
 
 
+# What granian's scope sets on every request, whatever the environment holds: never dropped.
+_SCOPE_KEYS = frozenset(
+    {
+        "REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "SERVER_NAME",
+        "SERVER_PORT", "SERVER_PROTOCOL", "REMOTE_ADDR", "GATEWAY_INTERFACE", "SERVER_SOFTWARE",
+    }
+)  # fmt: skip
+# Names a request may carry itself (its headers, its body's type and length): dropped only
+# where the request's value is the environment's.
+_HEADER_PREFIXES = ("HTTP_", "CONTENT_")
+
+
+def without_process_environment(app: WSGIApp, inherited: Mapping[str, str]) -> WSGIApp:
+    """``app``, handed each request's own variables without the process environment
+    (``inherited``: ``os.environ`` as the process starts).
+
+    granian merges its process's whole environment into every request's (``dict(os.environ) |
+    scope``). A variable named as a header then reads as one on every request that does not
+    send it: ``HTTP_PROXY`` as a ``Proxy`` header, ``HTTP_X_REQUEST_ID`` as the request id,
+    ``HTTP_AUTHORIZATION`` as a key the client never presented. And ``request.META`` carries
+    every variable of the server's environment, its secrets with them. gunicorn builds a
+    request's variables from the request alone. A header whose value is exactly that of the
+    same-named variable cannot be told from it, and is dropped with it."""
+    always = tuple(
+        name
+        for name in inherited
+        if name not in _SCOPE_KEYS
+        and not name.startswith(_HEADER_PREFIXES)
+        and not name.startswith("wsgi.")
+    )
+    alike = tuple(
+        (name, value) for name, value in inherited.items() if name.startswith(_HEADER_PREFIXES)
+    )
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]):
+        for name in always:
+            environ.pop(name, None)
+        for name, value in alike:
+            if environ.get(name) == value:
+                del environ[name]
+        return app(environ, start_response)
+
+    return application
+
+
 def application():
     from django.conf import settings
     from django.core.wsgi import get_wsgi_application
@@ -68,4 +115,6 @@ def application():
     warm_process()
     warm_ahead(get_config().server.web_threads)
     close_aged_after_answers()  # where connections are warmed (it checks), as under gunicorn
-    return reads_whole_bodies(app, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    return without_process_environment(
+        reads_whole_bodies(app, settings.DATA_UPLOAD_MAX_MEMORY_SIZE), dict(os.environ)
+    )

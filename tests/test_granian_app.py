@@ -1,12 +1,13 @@
-"""hermes_site.granian_app.reads_whole_bodies: what an answer leaves of a request body is read
-before the answer goes out (granian drops the connection of a body left unread)."""
+"""hermes_site.granian_app: what an answer leaves of a request body is read before the answer goes
+out (granian drops the connection of a body left unread), and the application sees a request's
+own variables, not the process environment granian merges into them."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
-from hermes_site.granian_app import reads_whole_bodies
+from hermes_site.granian_app import reads_whole_bodies, without_process_environment
 
 
 class Counting(io.BytesIO):
@@ -80,3 +81,44 @@ def test_a_client_gone_mid_body_still_gets_the_application_s_answer_and_no_error
 
     (status, _), answer = _run({"CONTENT_LENGTH": "100", "wsgi.input": Gone()})
     assert status.startswith("401") and answer == [b"{}"]
+
+
+def _seen(environ: dict[str, Any], inherited: dict[str, str]) -> dict[str, Any]:
+    """What the application is handed of ``environ`` (granian's: the environment, then the
+    request's scope over it)."""
+    handed: list[dict[str, Any]] = []
+
+    def app(environ: dict[str, Any], start_response: Any):
+        handed.append(dict(environ))
+        return [b""]
+
+    without_process_environment(app, inherited)(inherited | environ, lambda *a: None)
+    return handed[0]
+
+
+SERVER_ENVIRONMENT = {
+    "PATH": "/usr/bin",
+    "HERMES_DATABASE_URL": "postgres://hermes:secret@db/hermes",
+    "HTTP_PROXY": "http://proxy.internal:3128",
+    "HTTP_AUTHORIZATION": "Bearer hm_abc_secret",
+    "PATH_INFO": "/",
+}
+
+
+def test_the_server_s_environment_is_not_among_a_request_s_variables():
+    seen = _seen(
+        {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/v1/search", "HTTP_HOST": "h"},
+        SERVER_ENVIRONMENT,
+    )
+    assert seen == {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/v1/search", "HTTP_HOST": "h"}
+
+
+def test_a_variable_named_as_a_header_is_no_header_but_the_client_s_own_header_is_kept():
+    seen = _seen({"HTTP_AUTHORIZATION": "Bearer hm_mine"}, SERVER_ENVIRONMENT)
+    assert seen["HTTP_AUTHORIZATION"] == "Bearer hm_mine"
+    assert "HTTP_PROXY" not in seen
+
+
+def test_what_the_request_s_scope_always_sets_is_kept_even_where_it_equals_the_environment():
+    seen = _seen({"REQUEST_METHOD": "GET", "PATH_INFO": "/"}, SERVER_ENVIRONMENT)
+    assert seen == {"REQUEST_METHOD": "GET", "PATH_INFO": "/"}

@@ -197,6 +197,39 @@ def test_a_request_refused_before_its_body_arrives_leaves_the_connection_to_the_
             assert "Unknown or revoked channel key" in answer["error"]["message"]
 
 
+@pytest.fixture(params=["granian", "gunicorn"])
+def service_with_header_variables(tmp_path, request):
+    """The service, its environment holding variables named as request headers."""
+    with (
+        FakeModelServer() as model,
+        isolated_env(tmp_path, server=f"  web_server: {request.param}\n") as env,
+    ):
+        yield from _processes({**env, "HTTP_X_REQUEST_ID": "from-the-environment"}, model)
+
+
+def test_a_variable_of_the_server_s_environment_is_no_header_of_a_request(
+    service_with_header_variables,
+):
+    """granian merges its environment into every request's variables: a variable named as a
+    header read as that header on every request that did not send it."""
+    base, key, _ = service_with_header_variables
+    host, port = urllib.parse.urlsplit(base).netloc.split(":")
+    web = http.client.HTTPConnection(host, int(port), timeout=30)
+    for sent in (None, "the-client-s-own"):
+        web.request(
+            "GET",
+            "/api/v1/sessions",
+            headers={"Authorization": f"Bearer {key}", **({"X-Request-ID": sent} if sent else {})},
+        )
+        answer = web.getresponse()
+        answer.read()
+        assert answer.status == 200
+        given = answer.getheader("X-Request-ID")
+        assert given != "from-the-environment"
+        assert given == sent if sent else len(given) >= 8
+    web.close()
+
+
 def _refuses_a_foreign_host_as_json(base: str, key: str) -> None:
     host, port = urllib.parse.urlsplit(base).netloc.split(":")
     web = http.client.HTTPConnection(host, int(port), timeout=30)
