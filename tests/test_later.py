@@ -108,7 +108,6 @@ def test_a_search_request_writes_nothing_on_its_path_and_its_writes_land_after(
     queued: list[str] = []
     monkeypatch.setattr(django_q.tasks, "async_task", lambda *a, **k: queued.append(a[0]))
     monkeypatch.setattr(ranked, "SLOW_SECONDS", -1.0)  # every lookup asks
-    monkeypatch.setattr(ranked, "POSTGRES_SLOW_SECONDS", -1.0)
     monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", -1.0)
     ranked._asked.clear()
     gateway = make_gateway("later-search")

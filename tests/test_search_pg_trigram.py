@@ -410,7 +410,6 @@ def test_a_slow_rare_fragment_is_kept_too_and_counted_exactly(corpus, monkeypatc
     from search.service import search
 
     monkeypatch.setattr(ranked, "SLOW_SECONDS", 0.0)  # every lookup counts as slow
-    monkeypatch.setattr(ranked, "POSTGRES_SLOW_SECONDS", 0.0)
     monkeypatch.setattr(ranked, "EMPTY_SLOW_SECONDS", 0.0)  # ...and every one that found nothing
     filters = Filters(channel_id=corpus[0].pk, rank_window=100)
     expected = _reference("parsewor", Filters(channel_id=corpus[0].pk), 100)

@@ -296,7 +296,7 @@ def _run_trigram(
     )
     capped = len(candidates) >= filters.rank_window_size
     took = time.perf_counter() - started
-    slow = took > (ranked.POSTGRES_SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
+    slow = took > (ranked.SLOW_SECONDS if candidates else ranked.EMPTY_SLOW_SECONDS)
     # A slow fragment is kept even with no match: the answer "none" is then a lookup too.
     if best is None and not route.like and not others[0] and (capped or slow):
         ranked.request(route.index, route.expression, route.phrases, filters.channel_id)
@@ -416,7 +416,7 @@ def run_fts(
         else:
             count = rows[0][2] if rows else 0
         took = time.perf_counter() - started
-        slow = took > (ranked.POSTGRES_SLOW_SECONDS if count else ranked.EMPTY_SLOW_SECONDS)
+        slow = took > (ranked.SLOW_SECONDS if count else ranked.EMPTY_SLOW_SECONDS)
         # A slow query is kept even with no match (a phrase whose words are common, together
         # nowhere): "none" is then a lookup too.
         if best is None and (count >= filters.rank_window_size or slow):
