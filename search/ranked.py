@@ -2,9 +2,9 @@
 
 A lookup reads the newest ``search.rank_window`` matches first. A query that matches more (a
 common word) could only be ranked within those, so an older, better match was never returned
-however far one paged. For such a query -- and for one whose lookup is slow (``SLOW_SECONDS``)
--- the worker keeps its *best rows*: every match up to a
-message id (``upto``) scored once, the best ``search.rank_keep`` kept with their scores, for one
+however far one paged. For such a query -- and for one whose lookup is slow
+(``SLOW_SECONDS``) -- the worker keeps its *best rows*: every match up to a message id
+(``upto``) scored once, the best ``search.rank_keep`` kept with their scores, for one
 scope (a channel, or every channel). A lookup then merges them with the matches newer than
 ``upto`` -- the newest window holds those -- scored on the same index, and the page is exact as
 far as it stays ahead of the worst kept row (``floor``, by score then id, the order of every

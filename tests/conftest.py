@@ -138,8 +138,7 @@ def _no_refresh_for_slowness(monkeypatch):
     """A lookup slower than search.ranked.SLOW_SECONDS asks the worker to keep its query's best
     rows, which the tests' synchronous queue does at once: whether a lookup is that slow depends
     on the machine's load, so here it never is, and tests/test_ranked.py sets it where it tests
-    it. (The asks of a query that fills its window
-    do not depend on timing.)"""
+    it. (The asks of a query that fills its window do not depend on timing.)"""
     from search import ranked
 
     monkeypatch.setattr(ranked, "SLOW_SECONDS", float("inf"))
