@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ninja import Query, Router, Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from compression.events import events_page
 from compression.models import CompressionEvent
@@ -17,7 +17,7 @@ from sessions_app.services import get_session_for_channel
 router = Router(tags=["compression"])
 
 
-class EventListQuery(Schema):
+class EventListQuery(BaseModel):  # not a Schema: see search.api.SearchQuery
     before: int = Field(  # type: ignore[assignment]  # optional, not nullable (a query string)
         None,
         ge=1,

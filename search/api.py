@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
-from ninja import Query, Router, Schema
+from ninja import Query, Router
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from core.answers import add_server_timing, json_answer
@@ -26,7 +26,10 @@ from sessions_app.services import InvalidInput
 router = Router(tags=["search"])
 
 
-class SearchQuery(Schema):
+# Query-string parameters are a plain pydantic model, not django-ninja's Schema: a Schema that
+# forbids extra fields validates its input twice, the second time through DjangoGetter (made to
+# read ORM objects, which a query string never is). 17 µs per request against 6 here.
+class SearchQuery(BaseModel):
     q: str = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,

@@ -819,3 +819,20 @@ def test_a_window_reaches_past_long_blocks_of_rolled_back_rows_in_a_few_statemen
         "undone 1",
     ]
     assert len(queries) == 1
+
+
+def test_a_searchs_query_string_is_validated_once_per_request(gateway, monkeypatch):
+    # A Schema that forbids extra fields (django-ninja's) validates its input twice, the second
+    # time through DjangoGetter: each field validator then ran twice on every request.
+    from search import api
+
+    seen: list[object] = []
+    real = api.storable_time
+
+    def counted(value):
+        seen.append(value)
+        return real(value)
+
+    monkeypatch.setattr(api, "storable_time", counted)
+    found(gateway, "yak", since="2000-01-01T00:00:00Z")
+    assert len(seen) == 1, seen  # since, once (until is not given)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from ninja import Query, Router, Schema, Status
-from pydantic import ConfigDict, Field, field_validator
+from ninja import Query, Router, Status
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.answers import json_answer
 from core.bodies import NO_NUL, NUL, NUL_MESSAGE
@@ -45,7 +45,7 @@ def open_session(request: ChannelRequest, payload: SessionCreateIn):
     return Status(201 if result.created else 200, SessionOut.of(result.session))
 
 
-class SessionListQuery(Schema):
+class SessionListQuery(BaseModel):  # not a Schema: see search.api.SearchQuery
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000)
     # Optional parameters, not nullable ones: a query string cannot say null. (So the default,
@@ -112,7 +112,7 @@ def append_messages(request: ChannelRequest, session_id: str, payload: AppendIn)
     )
 
 
-class MessageListQuery(Schema):
+class MessageListQuery(BaseModel):  # not a Schema: see search.api.SearchQuery
     # Optional, not nullable (as SessionListQuery's): the type checker lets the None pass.
     kind: Literal["live", "summary", "archived", "rolled_back", "notice"] = None  # type: ignore[assignment]
     after: int = Field(  # type: ignore[assignment]
