@@ -3,9 +3,11 @@ its cap and half the free memory, and never fails its start over it."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -17,7 +19,8 @@ from search import warm
 def database_file(tmp_path):
     path = tmp_path / "hermes.sqlite3"
     path.write_bytes(os.urandom(24 * warm.PREWARM_CHUNK + 12345))  # a last, partial read
-    return path
+    yield path
+    warm.release_held(path)
 
 
 needs_fadvise = pytest.mark.skipif(
@@ -75,6 +78,49 @@ def test_the_pages_are_in_the_os_cache_afterwards(database_file):
     # read_ahead_kb and max_sectors_kb: asked for 8 MiB at a time, it cached part of the file
     # on the CI machine), every page is in.
     assert cached_pages() == pages
+
+
+needs_populate = pytest.mark.skipif(
+    not hasattr(mmap, "MAP_POPULATE") or not sys.platform.startswith("linux"),
+    reason="no MAP_POPULATE or /proc/self/maps: Linux only",
+)
+
+
+def mapped_bytes(path) -> int:
+    """How many bytes of ``path`` this process maps (/proc/self/maps)."""
+    total = 0
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == str(path):
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                total += end - start
+    return total
+
+
+@needs_populate
+def test_the_file_read_is_held_mapped_so_reclaim_of_unmapped_pages_spares_it(database_file):
+    size = database_file.stat().st_size
+    assert mapped_bytes(database_file) == 0
+    assert warm.prewarm_file(database_file, cap_mib=1024)
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert mapped_bytes(database_file) == -(-size // page) * page  # the whole file, once
+    assert warm.prewarm_file(database_file, cap_mib=1024)  # again: the new hold replaces it
+    assert mapped_bytes(database_file) == -(-size // page) * page
+    warm.release_held(database_file)
+    assert mapped_bytes(database_file) == 0
+
+
+def test_a_map_refused_leaves_the_prewarm_standing(database_file, monkeypatch, caplog):
+    def refused(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refused)
+    with caplog.at_level("INFO", logger="search.warm"):
+        assert warm.prewarm_file(database_file, cap_mib=1024)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("not holding hermes.sqlite3 mapped") for m in messages), messages
+    assert not any("held mapped" in m for m in messages), messages
 
 
 def test_no_prewarm_when_it_is_off_too_large_or_missing(database_file, tmp_path, monkeypatch):
