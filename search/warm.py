@@ -20,7 +20,7 @@ A page SQLite reads (it reads, it does not map: ``sqlite_mmap_mib`` 0) is in no 
 map, and a kernel that reclaims cold memory ahead of need takes such pages first: this machine
 kind pages out file pages no process maps once they go a minute untouched (a DAMON ``pageout``
 scheme), so an idle service lost a sixth of its file from the cache in 75 seconds, and a fact's
-first lookup after 90 idle seconds took p50 0.85 ms against 0.46 with the file cached. Mapped,
+first lookup after 90 idle seconds took p50 0.82 ms against 0.46 with the file cached. Mapped,
 the whole file was still cached after 135 seconds. The map costs address space and page tables
 (2 MiB per GiB), not memory: its pages are the OS cache's, counted in each web process's RSS
 as shared file pages.
