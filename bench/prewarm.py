@@ -3,6 +3,7 @@ starting web process runs (search.warm: the SQLite file read into the OS page ca
 
     sudo .venv/bin/python bench/prewarm.py                 # 1,000,000 messages, 2 rounds
     .venv/bin/python bench/prewarm.py --size 100000 --rounds 3
+    .venv/bin/python bench/prewarm.py --idle 90            # after 90 s idle: held mapped or not
 
 Loads bench/search.py's corpus (the 240 rare facts in 12 kinds among common text) into a fresh
 SQLite file and builds its indexes. Then, alternating, each round: the OS cache is dropped
@@ -12,6 +13,12 @@ does before its first request, answers bench/search.py's four warm-up queries, t
 first lookup within one channel (20 hits, windows of 2). The table puts the two side by side;
 the ratio is without / with. Dropping the OS cache needs root: elsewhere the command says so and
 stops.
+
+``--idle SECONDS`` measures what the prewarm leaves after an idle pause instead. Both processes
+prewarm, wait that long, and then answer the same lookups. One holds the file mapped after reading
+it, as a web process does (search.warm.hold_mapped); the other, the baseline, does not. A kernel
+that reclaims cold file pages no process maps (this machine kind pages them out after a minute
+untouched) takes the second's pages meanwhile. The OS cache is not dropped in this mode.
 """
 
 from __future__ import annotations
@@ -39,8 +46,9 @@ def _drop_os_cache() -> None:
     DROP_CACHES.write_text("1\n")
 
 
-def child(data: Path, prewarm: bool) -> None:
-    """One fresh process's first lookups, as JSON on stdout: {kind: [ms, ...]}."""
+def child(data: Path, prewarm: bool, idle: float = 0.0, hold: bool = True) -> None:
+    """One fresh process's first lookups, as JSON on stdout: {kind: [ms, ...]}. ``idle``: a
+    pause after the start's one; ``hold``: whether the prewarm holds the file mapped."""
     from bench import search as corpus
 
     corpus._setup(data)
@@ -62,11 +70,16 @@ def child(data: Path, prewarm: bool) -> None:
             read_seconds.append(time.perf_counter() - began)
 
     warm.prewarm_file = timed
+    if not hold:
+        warm.hold_mapped = lambda fd, path, size: False  # the prewarm as it was before the hold
     started = time.perf_counter()
     thread = warm.warm_up(close=False) if prewarm else None
     if thread is not None:  # the prewarm's own thread: done reading within the pause, or not
         thread.join(PAUSE_SECONDS)
     time.sleep(max(0.0, PAUSE_SECONDS - (time.perf_counter() - started)))
+    if thread is not None and idle:
+        thread.join()
+    time.sleep(idle)
     api = Filters(channel_id=Channel.objects.order_by("pk").values_list("pk", flat=True)[0])
     for q in corpus.WARM_UP:
         search(q, api, limit=20, window=2)
@@ -104,9 +117,10 @@ def _build(data: Path, size: int) -> None:
     connection.close()
 
 
-def _run_child(data: Path, prewarm: bool) -> dict:
+def _run_child(data: Path, prewarm: bool, idle: float = 0.0, hold: bool = True) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
     args = [sys.executable, __file__, "--child", str(data)] + (["--prewarm"] if prewarm else [])
+    args += ["--idle", str(idle)] + ([] if hold else ["--no-hold"])
     done = subprocess.run(args, check=True, env=env, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -115,7 +129,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        help="seconds idle before the lookups: compares the prewarm held mapped and not",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--no-hold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--prewarm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--build", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -123,7 +144,10 @@ def main() -> None:
         _build(args.child, args.build)
         return
     if args.child:
-        child(args.child, args.prewarm)
+        child(args.child, args.prewarm, args.idle, not args.no_hold)
+        return
+    if args.idle:
+        idle(args.size, args.rounds, args.idle)
         return
     if not os.access(DROP_CACHES, os.W_OK):
         raise SystemExit(f"{DROP_CACHES} is not writable: dropping the OS cache needs root")
@@ -168,6 +192,36 @@ def main() -> None:
         f"| all 12 kinds | {percentile(a, 0.5):.2f} | {percentile(a, 0.95):.2f} "
         f"| {percentile(b, 0.5):.2f} | {percentile(b, 0.95):.2f} "
         f"| {percentile(a, 0.95) / percentile(b, 0.95):.1f} |"
+    )
+
+
+def idle(size: int, rounds: int, seconds: float) -> None:
+    """Both processes prewarm, wait ``seconds``, then look up: held mapped (as shipped) against
+    not held (the baseline), alternated, each round on a fresh process."""
+    with tempfile.TemporaryDirectory(prefix="hermes-prewarm-bench-") as tmp:
+        data = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+        build = [sys.executable, __file__, "--child", str(data), "--build", str(size)]
+        subprocess.run(build, check=True, env=env)
+        samples: dict[bool, list[float]] = {False: [], True: []}
+        for n in range(rounds):
+            for hold in (True, False) if n % 2 else (False, True):
+                found = _run_child(data, True, seconds, hold)
+                samples[hold] += [ms for kind in found["kinds"].values() for ms in kind]
+    print(
+        f"\nFirst lookups of the rare facts (all 12 kinds, 240 per process) in a new process that "
+        f"prewarmed and then stayed idle {seconds:g} s ({rounds} rounds, alternated):\n"
+    )
+    print("| the prewarmed file | p50 ms | p95 ms | p99 ms |")
+    print("|---|---:|---:|---:|")
+    for hold, name in ((False, "not held (baseline)"), (True, "held mapped (shipped)")):
+        ms = samples[hold]
+        cells = " | ".join(f"{percentile(ms, q):.2f}" for q in (0.5, 0.95, 0.99))
+        print(f"| {name} | {cells} |")
+    a, b = samples[False], samples[True]
+    print(
+        f"\np95 not held / held: {percentile(a, 0.95) / percentile(b, 0.95):.2f}x; "
+        f"p50: {percentile(a, 0.5) / percentile(b, 0.5):.2f}x"
     )
 
 
