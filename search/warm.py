@@ -158,11 +158,12 @@ def prewarm_file(path: Path, cap_mib: int) -> bool:
 
 def hold_mapped(fd: int, path: Path, size: int) -> bool:
     """Map the first ``size`` bytes of ``path`` (open as ``fd``) read-only and have the kernel
-    map every cached page of it now (``MAP_POPULATE``, which reads nothing past the end of a file
-    that shrank meanwhile), and keep the maps: the pages then stay in this process's memory map,
-    where reclaim of cold, unmapped file pages does not take them. An earlier hold of the same
-    file is released. Never raises: False where it could not map (no ``MAP_POPULATE`` outside
-    Linux, or a refusal), and the prewarm stands without it."""
+    map every cached page of it now (``MAP_POPULATE``), and keep the maps: the pages then stay
+    in this process's memory map, where reclaim of cold, unmapped file pages does not take them.
+    Nothing ever reads through them, so a file that shrinks later cannot fault the process. An
+    earlier hold of the same file is released. Never raises: False where it could not map (no
+    ``MAP_POPULATE`` outside Linux, a refusal, or a file that shrank since it was read, which
+    Python will not map past its end), and the prewarm stands without it."""
     populate = getattr(mmap, "MAP_POPULATE", None)
     release_held(path)
     if populate is None or size <= 0:

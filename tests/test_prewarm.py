@@ -123,6 +123,22 @@ def test_a_map_refused_leaves_the_prewarm_standing(database_file, monkeypatch, c
     assert not any("held mapped" in m for m in messages), messages
 
 
+@needs_populate
+def test_a_file_that_shrank_since_its_read_is_not_held_and_nothing_fails(database_file, caplog):
+    size = database_file.stat().st_size
+    fd = os.open(database_file, os.O_RDONLY)
+    try:
+        os.truncate(database_file, size // 2)  # a VACUUM between the read and the hold
+        with caplog.at_level("INFO", logger="search.warm"):
+            assert not warm.hold_mapped(fd, database_file, size)
+    finally:
+        os.close(fd)
+    assert mapped_bytes(database_file) == 0  # the pieces mapped before the refusal are released
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "not holding hermes.sqlite3 mapped (its pages may leave the cache)"
+    ]
+
+
 def test_no_prewarm_when_it_is_off_too_large_or_missing(database_file, tmp_path, monkeypatch):
     assert not warm.prewarm_file(database_file, cap_mib=0)  # off
     assert not warm.prewarm_file(database_file, cap_mib=1)  # 24 MiB over a 1 MiB cap
