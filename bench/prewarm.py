@@ -117,8 +117,18 @@ def _build(data: Path, size: int) -> None:
     connection.close()
 
 
+def _child_env() -> dict[str, str]:
+    """The children's environment: the embedded default, whatever database the shell names."""
+    return {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+
+
+def _build_in_child(data: Path, size: int) -> None:
+    build = [sys.executable, __file__, "--child", str(data), "--build", str(size)]
+    subprocess.run(build, check=True, env=_child_env())
+
+
 def _run_child(data: Path, prewarm: bool, idle: float = 0.0, hold: bool = True) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
+    env = _child_env()
     args = [sys.executable, __file__, "--child", str(data)] + (["--prewarm"] if prewarm else [])
     args += ["--idle", str(idle)] + ([] if hold else ["--no-hold"])
     done = subprocess.run(args, check=True, env=env, capture_output=True, text=True)
@@ -153,9 +163,7 @@ def main() -> None:
         raise SystemExit(f"{DROP_CACHES} is not writable: dropping the OS cache needs root")
     with tempfile.TemporaryDirectory(prefix="hermes-prewarm-bench-") as tmp:
         data = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
-        build = [sys.executable, __file__, "--child", str(data), "--build", str(args.size)]
-        subprocess.run(build, check=True, env=env)
+        _build_in_child(data, args.size)
         read_ahead = _read_ahead_kb(data)
         samples: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
         warm_ms: list[float] = []
@@ -200,9 +208,7 @@ def idle(size: int, rounds: int, seconds: float) -> None:
     not held (the baseline), alternated, each round on a fresh process."""
     with tempfile.TemporaryDirectory(prefix="hermes-prewarm-bench-") as tmp:
         data = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "HERMES_DATABASE_URL"}
-        build = [sys.executable, __file__, "--child", str(data), "--build", str(size)]
-        subprocess.run(build, check=True, env=env)
+        _build_in_child(data, size)
         samples: dict[bool, list[float]] = {False: [], True: []}
         for n in range(rounds):
             for hold in (True, False) if n % 2 else (False, True):
