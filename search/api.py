@@ -11,7 +11,14 @@ from uuid import UUID
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from ninja import Query, Router
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from core.answers import add_server_timing, json_answer
 from core.bodies import StorableBody
@@ -68,11 +75,14 @@ class SearchQuery(BaseModel):
     def _storable(cls, value: datetime | None) -> datetime | None:
         return storable_time(value)
 
-    @model_validator(mode="after")
-    def _range(self) -> SearchQuery:
-        if self.since and self.until and self.since >= self.until:
+    @field_validator("until")
+    @classmethod
+    def _after_since(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        # On the field, not the model: the error then names `until`, not the whole request.
+        since = info.data.get("since")  # absent when since itself was refused
+        if since and value and since >= value:
             raise ValueError("'since' must be earlier than 'until'")
-        return self
+        return value
 
 
 class MessageRef(BaseModel):

@@ -54,5 +54,5 @@ class SearchForm(forms.Form):
         data = self.cleaned_data  # what Form.clean returns
         since, until = data.get("since"), data.get("until")
         if since and until and since >= until:
-            raise forms.ValidationError("'since' must be earlier than 'until'.")
+            self.add_error("until", "'since' must be earlier than 'until'.")  # shown beside it
         return data

@@ -315,6 +315,20 @@ def test_bad_search_input_is_a_clear_422(gateway, params, fragment):
     assert fragment in response.json()["detail"]
 
 
+def test_a_since_not_before_until_is_located_at_until_by_get_and_by_post(gateway):
+    params = {"q": "a", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}
+    by_get = gateway.client.get(
+        "/api/v1/search", params, HTTP_AUTHORIZATION=f"Bearer {gateway.key}"
+    )
+    by_post = gateway.post("/search", params)
+    for response in (by_get, by_post):
+        assert response.status_code == 422, response.content
+        assert [e["loc"] for e in response.json()["errors"]] == ["until"]
+        assert "'since' must be earlier than 'until'" in response.json()["detail"]
+    equal = {**params, "until": params["since"]}
+    assert gateway.post("/search", equal).json()["errors"][0]["loc"] == "until"
+
+
 def test_bad_search_input_by_post_is_the_same_422(gateway):
     params = {"q": "a", "since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}
     for body, fragment in [
@@ -450,6 +464,10 @@ def test_the_search_page_needs_staff_and_shows_errors(client, admin_client, db):
     response = admin_client.get("/console/search/", {"q": "x", "since": "0001-01-01 00:00+01:00"})
     assert response.status_code == 400
     assert "years 1-9999" in response.content.decode()
+    backwards = {"q": "x", "since": "2030-01-01 00:00", "until": "2020-01-01 00:00"}
+    response = admin_client.get("/console/search/", backwards)
+    assert response.status_code == 400
+    assert response.context["form"].errors == {"until": ["'since' must be earlier than 'until'."]}
     assert admin_client.get("/console/search/").status_code == 200
 
 
