@@ -3,14 +3,21 @@ audit that every acknowledged message is stored, counters equal recounts, and no
 compressed twice at once.
 
     .venv/bin/python bench/load.py [--seconds 60] [--backend both|sqlite|postgres] [--first-lookups]
+                                   [--server deployed|gunicorn]
 
 Set-ups, each in the same run and each on loopback only; every client (a gateway) appends to
 its own session:
-* SQLite + the ORM broker: 1 gunicorn web process, 1 worker process, 16 clients sending as fast
-  as they are answered (the throughput baseline);
+* SQLite + the ORM broker: 1 web process of 4 threads, 1 worker process, 16 clients sending as
+  fast as they are answered (the throughput baseline);
 * the same, with the 16 clients paced at 5 requests a second each (Poisson arrivals): the
   latency an append sees at a steady load, checked against the target p95 <= 150 ms, max <= 1 s;
-* PostgreSQL + Redis: 4 gunicorn web processes, 2 django-q2 worker processes, 32 clients.
+* PostgreSQL + Redis: 4 web processes, 2 django-q2 worker processes, 32 clients.
+
+The service runs as deployed: ``manage.py serve`` (the configured web server, granian by
+default, with its start-up prewarm and warmed connections, and the worker) sized by the config.
+``--server gunicorn`` runs instead what this benchmark ran until 2026-12-08: a bare
+``gunicorn -k gthread`` on the WSGI application and ``manage.py qcluster`` beside it, for
+comparison with the figures recorded before then.
 
 A quarter of the requests are searches. ``--first-lookups`` makes every search one no client
 asked before (half a marker of the client's own, half the next combination of the words every
@@ -280,11 +287,59 @@ class Client(threading.Thread):
         conn.close()
 
 
-def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
+def _start(server: str, setup: Setup, port: int, env: dict[str, str]) -> list[subprocess.Popen]:
+    """The service's processes: ``manage.py serve`` as deployed (the config sizes it), or the
+    bare gunicorn and qcluster processes this benchmark ran before."""
+    if server == "deployed":
+        return [
+            subprocess.Popen(
+                [PYTHON, "manage.py", "serve", "--no-migrate"],
+                cwd=ROOT,
+                env={**env, "HERMES_ADDR": f"127.0.0.1:{port}"},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        ]
+    return [
+        subprocess.Popen(
+            [
+                GUNICORN,
+                "hermes_site.wsgi:application",
+                "-w",
+                str(setup.web),
+                "-k",
+                "gthread",
+                "--threads",
+                "4",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ] + [
+        subprocess.Popen(
+            [PYTHON, "manage.py", "qcluster"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(setup.workers)
+    ]
+
+
+def _run_setup(setup: Setup, seconds: float, model: FakeModelServer, server: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="hermes-load-") as tmp:
         config = Path(tmp) / "hermes.yaml"
+        workers = setup.workers if server == "deployed" else 1  # per qcluster under gunicorn
         config.write_text(
-            f"server:\n  data_dir: {tmp}\n  q_workers: 1\n  allowed_hosts: ['127.0.0.1']\n"
+            f"server:\n  data_dir: {tmp}\n  q_workers: {workers}\n"
+            f"  web_workers: {setup.web}\n  web_threads: 4\n  allowed_hosts: ['127.0.0.1']\n"
             "auxiliary:\n  compression:\n    model: fake-summary\n"
             f"    base_url: {model.base_url}\n",
             encoding="utf-8",
@@ -310,37 +365,7 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
             .strip()
         )
         port = free_port()
-        processes = [
-            subprocess.Popen(
-                [
-                    GUNICORN,
-                    "hermes_site.wsgi:application",
-                    "-w",
-                    str(setup.web),
-                    "-k",
-                    "gthread",
-                    "--threads",
-                    "4",
-                    "-b",
-                    f"127.0.0.1:{port}",
-                    "--log-level",
-                    "warning",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        ] + [
-            subprocess.Popen(
-                [PYTHON, "manage.py", "qcluster"],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for _ in range(setup.workers)
-        ]
+        processes = _start(server, setup, port, env)
         try:
             probe = Client(-1, port, key, [], 0, Stats())
             wait_for(
@@ -430,6 +455,14 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer) -> dict:
     }
 
 
+def _server_label(server: str) -> str:
+    if server == "gunicorn":
+        return "a bare gunicorn -k gthread, 4 threads a process, and qcluster"
+    from core.config import ServerConfig  # the benchmark's config names no web server
+
+    return f"manage.py serve ({ServerConfig().web_server}, 4 threads a process, and its worker)"
+
+
 def _postgres_database() -> tuple[str, str]:
     name = f"hermes_load_{uuid.uuid4().hex[:10]}"
     with _admin_connection(POSTGRES) as admin:
@@ -447,8 +480,16 @@ def main() -> None:
         help="every search a query no client asked before (the rest as usual); adds 4 clients on "
         "one session",
     )
+    parser.add_argument(
+        "--server",
+        choices=("deployed", "gunicorn"),
+        default="deployed",
+        help="deployed: manage.py serve as configured (default); gunicorn: a bare gunicorn "
+        "-k gthread and qcluster, as this benchmark ran before 2026-12-08",
+    )
     args = parser.parse_args()
     fresh = args.first_lookups
+    print(f"web server: {_server_label(args.server)}")
     results = []
     with FakeModelServer() as model:
         # Long enough to pass the summary's length floor (1% of what it replaces, at least 100
@@ -456,13 +497,13 @@ def main() -> None:
         model.script.default = Reply(SUMMARY, delay=0.3)
         if args.backend in ("both", "sqlite"):
             plain = Setup("SQLite + ORM broker", 1, 1, 16, first_lookups=fresh)
-            results.append(_run_setup(plain, args.seconds, model))
+            results.append(_run_setup(plain, args.seconds, model, args.server))
             paced = Setup("SQLite, 16 x 5 req/s", 1, 1, 16, rate=PACED_RATE, first_lookups=fresh)
-            results.append(_run_setup(paced, args.seconds, model))
+            results.append(_run_setup(paced, args.seconds, model, args.server))
             if fresh:
                 one = Setup("SQLite, 4 on 1 session", 1, 1, 4, shared=True, sessions=1)
                 one.first_lookups = True
-                results.append(_run_setup(one, args.seconds, model))
+                results.append(_run_setup(one, args.seconds, model, args.server))
         if args.backend in ("both", "postgres"):
             name, url = _postgres_database()
             try:
@@ -471,6 +512,7 @@ def main() -> None:
                         Setup("PostgreSQL + Redis", 4, 2, 32, url, REDIS, first_lookups=fresh),
                         args.seconds,
                         model,
+                        args.server,
                     )
                 )
             finally:
