@@ -29,6 +29,7 @@ as shared file pages.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -44,11 +45,17 @@ from search import pg
 logger = logging.getLogger(__name__)
 
 PREWARM_CHUNK = 1 << 20  # one read's buffer: 1 MiB
-# The held map is made in pieces this large: the kernel maps a piece's cached pages in one call
-# that holds the GIL (a whole 922 MiB file took 23 ms, a piece under half a millisecond).
+# The held map's pages are put in its page table this many bytes at a time: each call holds the
+# GIL (the whole 922 MiB file in one call: 14-23 ms cached, 0.8 s where its pages had to be read
+# again), a piece under half a millisecond.
 HOLD_CHUNK = 16 << 20
-# The maps held, by file: kept for the life of the process (never read).
-_held: dict[str, list[mmap.mmap]] = {}
+# madvise(MADV_POPULATE_READ), Linux 5.14 and later (Python names it from 3.13 on): maps a range's
+# pages now, or fails (EFAULT) where the file no longer reaches -- reading through the map instead
+# would raise SIGBUS there.
+MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
+# The map held, by file: kept for the life of the process (never read). One map, so one
+# descriptor: Python's mmap keeps a duplicate of the file's for each map it makes.
+_held: dict[str, mmap.mmap] = {}
 
 
 def warm_connection() -> bool:
@@ -157,36 +164,42 @@ def prewarm_file(path: Path, cap_mib: int) -> bool:
 
 
 def hold_mapped(fd: int, path: Path, size: int) -> bool:
-    """Map the first ``size`` bytes of ``path`` (open as ``fd``) read-only and have the kernel
-    map every cached page of it now (``MAP_POPULATE``), and keep the maps: the pages then stay
-    in this process's memory map, where reclaim of cold, unmapped file pages does not take them.
-    Nothing ever reads through them, so a file that shrinks later cannot fault the process. An
+    """Map the first ``size`` bytes of ``path`` (open as ``fd``) read-only, have the kernel put
+    every cached page of it in the map now, and keep the map: the pages then stay in this
+    process's memory map, where reclaim of cold, unmapped file pages does not take them.
+    Nothing ever reads through it, so a file that shrinks later cannot fault the process. An
     earlier hold of the same file is released. Never raises: False where it could not map (no
-    ``MAP_POPULATE`` outside Linux, a refusal, or a file that shrank since it was read, which
-    Python will not map past its end), and the prewarm stands without it."""
-    populate = getattr(mmap, "MAP_POPULATE", None)
+    populating outside Linux, a refusal, or a file that shrank since it was read), and the
+    prewarm stands without it."""
     release_held(path)
-    if populate is None or size <= 0:
+    if size <= 0:
         return False
-    maps: list[mmap.mmap] = []
     try:
-        for offset in range(0, size, HOLD_CHUNK):
-            length = min(HOLD_CHUNK, size - offset)
-            maps.append(
-                mmap.mmap(
-                    fd, length, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ, offset=offset
-                )
-            )
-    except (OSError, ValueError) as exc:
-        for piece in maps:
-            piece.close()
+        held = _populated(fd, size)
+    except (OSError, ValueError) as exc:  # ValueError: Python will not map past a file's end
         logger.info("not holding %s mapped (its pages may leave the cache): %s", path.name, exc)
         return False
-    _held[str(path)] = maps
+    _held[str(path)] = held
     return True
+
+
+def _populated(fd: int, size: int) -> mmap.mmap:
+    held = mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+    try:
+        for offset in range(0, size, HOLD_CHUNK):
+            held.madvise(MADV_POPULATE_READ, offset, min(HOLD_CHUNK, size - offset))
+        return held
+    except OSError as exc:
+        held.close()
+        populate = getattr(mmap, "MAP_POPULATE", None)
+        if exc.errno != errno.EINVAL or populate is None:
+            raise
+    # A kernel before 5.14 knows no MADV_POPULATE_READ: the map is made populated, in one call.
+    return mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
 
 
 def release_held(path: Path) -> None:
     """Unmap what :func:`hold_mapped` holds of ``path`` (a new hold, the tests)."""
-    for piece in _held.pop(str(path), []):
-        piece.close()
+    held = _held.pop(str(path), None)
+    if held is not None:
+        held.close()
