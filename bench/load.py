@@ -62,6 +62,7 @@ PACED_RATE = 5.0
 REDIS = os.environ.get("HERMES_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 PYTHON = sys.executable
 GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
+THREADS = 4  # request threads per web process, in either form
 
 AUDIT = """
 import django, json, sys, time
@@ -310,7 +311,7 @@ def _start(server: str, setup: Setup, port: int, env: dict[str, str]) -> list[su
                 "-k",
                 "gthread",
                 "--threads",
-                "4",
+                str(THREADS),
                 "-b",
                 f"127.0.0.1:{port}",
                 "--log-level",
@@ -339,7 +340,8 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer, server: str
         workers = setup.workers if server == "deployed" else 1  # per qcluster under gunicorn
         config.write_text(
             f"server:\n  data_dir: {tmp}\n  q_workers: {workers}\n"
-            f"  web_workers: {setup.web}\n  web_threads: 4\n  allowed_hosts: ['127.0.0.1']\n"
+            f"  web_workers: {setup.web}\n  web_threads: {THREADS}\n"
+            "  allowed_hosts: ['127.0.0.1']\n"
             "auxiliary:\n  compression:\n    model: fake-summary\n"
             f"    base_url: {model.base_url}\n",
             encoding="utf-8",
@@ -457,10 +459,11 @@ def _run_setup(setup: Setup, seconds: float, model: FakeModelServer, server: str
 
 def _server_label(server: str) -> str:
     if server == "gunicorn":
-        return "a bare gunicorn -k gthread, 4 threads a process, and qcluster"
+        return f"a bare gunicorn -k gthread, {THREADS} threads a process, and qcluster"
     from core.config import ServerConfig  # the benchmark's config names no web server
 
-    return f"manage.py serve ({ServerConfig().web_server}, 4 threads a process, and its worker)"
+    web_server = ServerConfig().web_server
+    return f"manage.py serve ({web_server}, {THREADS} threads a process, and its worker)"
 
 
 def _postgres_database() -> tuple[str, str]:
